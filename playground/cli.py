@@ -1,0 +1,206 @@
+"""`playground run | demo | serve | demo-model | models` -- the command line over the core.
+
+Exit codes: 0 ok; 1 a request failed; 2 bad input or unreachable server (one clear line on
+stderr naming the URL or field and the fix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import demo_model, request
+from .client import ClientPool, fetch_server_info
+from .errors import PlaygroundError, ValidationFailed
+from .presets import PresetLibrary, Variant, load_yaml, variant_from_dict
+from .runner import Recording, new_recording, run_to_end
+from .settings import Settings
+from .tables import recording_dict, row, text_table
+
+DEFAULT_PROMPT = "长沙市岳麓区桃花岭路189号润丰园B座1202室 | 电话021-17613435 | 联系人江雨桐"
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings.from_env(base_url=getattr(args, "base_url", None),
+                             api_key=getattr(args, "api_key", None),
+                             model=getattr(args, "model", None),
+                             timeout_s=getattr(args, "timeout", None))
+
+
+def _variant(ref: str, library: PresetLibrary, settings: Settings) -> Variant:
+    path = Path(ref)
+    if ref.endswith((".yaml", ".yml")) and path.is_file():
+        return variant_from_dict(load_yaml(path), settings.presets_dir, source=str(path))
+    return library.get(ref)
+
+
+def resolve_model(settings: Settings) -> tuple[str, str | None]:
+    """(model name, server version): the configured model or the server's first one."""
+    info = fetch_server_info(settings.base_url, settings.api_key_value())
+    names = [m.id for m in info.models]
+    if settings.model:
+        if names and settings.model not in names:
+            raise ValidationFailed("model", f"{settings.model!r} is not served at "
+                                   f"{settings.base_url}; served: {', '.join(names)}")
+        return settings.model, info.version
+    if not names:
+        raise ValidationFailed("model", f"the server at {settings.base_url} serves no model")
+    return names[0], info.version
+
+
+async def compare(settings: Settings, variants: Sequence[Variant], prompt: str, *,
+                  sequential: bool = False) -> list[Recording]:
+    if not prompt.strip():
+        raise ValidationFailed("prompt", "is empty; pass --prompt TEXT")
+    model, _ = resolve_model(settings)
+    recs = [new_recording(v, request.build(v, prompt, model), v.base_url or settings.base_url)
+            for v in variants]
+    pool = ClientPool(settings.api_key_value(), connect_timeout_s=settings.connect_timeout_s,
+                      read_timeout_s=settings.read_timeout_s, timeout_s=settings.timeout_s)
+    try:
+        await run_to_end(pool, recs, mode="sequential" if sequential else "concurrent",
+                         timeout_s=settings.timeout_s)
+    finally:
+        await pool.aclose()
+    return recs
+
+
+def print_comparison(recs: Sequence[Recording], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([recording_dict(r) for r in recs], ensure_ascii=False, indent=2))
+        return
+    print(text_table([row(r) for r in recs]))
+    streaming = [r for r in recs if r.request.stream]
+    if len(streaming) < len(recs):
+        print("\nnon-streaming: TTFT is not observable; the user sees the first character "
+              "only when the whole answer arrives (first char = E2E).")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    library = PresetLibrary(settings.presets_dir, settings.user_presets_dir)
+    variants = [_variant(v, library, settings) for v in args.variant or
+                ["seed-default", "all-optimizations"]]
+    recs = asyncio.run(compare(settings, variants, args.prompt, sequential=args.sequential))
+    print_comparison(recs, args.json)
+    failed = [r for r in recs if r.error is not None]
+    for r in failed:
+        print(f"error: {r.variant.name}: {r.error}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """The embedded default, headless: ensure a server, compare the seed default vs all."""
+    from .embedded import ensure_server
+
+    settings = _settings(args)
+    server = ensure_server(settings, log=lambda m: print(m, file=sys.stderr))
+    try:
+        if server.model_note:
+            print(f"NOTE: {server.model_note}\n", file=sys.stderr)
+        settings = settings.model_copy(update={"base_url": server.base_url})
+        library = PresetLibrary(settings.presets_dir, settings.user_presets_dir)
+        variants = [library.get(n) for n in ("seed-default", "streaming", "all-optimizations")]
+        recs = asyncio.run(compare(settings, variants, args.prompt))
+        print_comparison(recs, args.json)
+        if args.keep_server and server.managed is not None:
+            print(f"\nserver left running at {server.base_url} (Ctrl-C stops it)",
+                  file=sys.stderr)
+            signal.sigwait({signal.SIGINT, signal.SIGTERM})
+    finally:
+        server.stop()
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .embedded import ensure_server
+
+    settings = _settings(args)
+    server = ensure_server(settings, log=lambda m: print(m, file=sys.stderr))
+    print(f"vLLM ready at {server.base_url}. {server.model_note} Ctrl-C stops it.",
+          file=sys.stderr)
+    try:
+        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+    finally:
+        server.stop()
+    return 0
+
+
+def cmd_demo_model(args: argparse.Namespace) -> int:
+    path = demo_model.build(Path(args.dir), args.size)
+    print(f"demo model ({args.size}, random weights) written to {path}; serve it with "
+          "--load-format dummy")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    info = fetch_server_info(settings.base_url, settings.api_key_value())
+    print(f"vLLM {info.version} at {settings.base_url} (healthy: {info.healthy})")
+    for m in info.models:
+        print(f"  {m.id}  (root {m.root}, max_model_len {m.max_model_len})")
+    return 0
+
+
+def _connection_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--base-url", help="OpenAI-compatible base URL (default "
+                   "http://127.0.0.1:8000/v1, env PLAYGROUND_BASE_URL)")
+    p.add_argument("--api-key", help="API key (better: env PLAYGROUND_API_KEY); never printed")
+    p.add_argument("--model", help="served model name (default: the server's first)")
+    p.add_argument("--timeout", type=float, help="whole-request timeout in seconds")
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="playground", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="send one prompt to several variants and compare")
+    _connection_args(p)
+    p.add_argument("--variant", action="append", help="preset name or YAML path (repeatable; "
+                   "default: seed-default and all-optimizations)")
+    p.add_argument("--prompt", default=DEFAULT_PROMPT)
+    p.add_argument("--sequential", action="store_true", help="one after another ('fair' mode)")
+    p.add_argument("--json", action="store_true", help="print the full results as JSON")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("demo", help="start (or reuse) a local vLLM and compare seed default vs "
+                       "all optimizations")
+    _connection_args(p)
+    p.add_argument("--prompt", default=DEFAULT_PROMPT)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--keep-server", action="store_true")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("serve", help="start (or reuse) a local vLLM server and keep it running")
+    _connection_args(p)
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("demo-model", help="build the offline demo model directory")
+    p.add_argument("dir")
+    p.add_argument("--size", choices=["tiny", "0.6b"], default="tiny")
+    p.set_defaults(func=cmd_demo_model)
+
+    p = sub.add_parser("models", help="show the server's version and models")
+    _connection_args(p)
+    p.set_defaults(func=cmd_models)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except PlaygroundError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

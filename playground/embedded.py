@@ -1,0 +1,95 @@
+"""The embedded default: use a vLLM server at the default URL, or start a managed one.
+
+The model for a managed server is, in order: PLAYGROUND_SERVE_MODEL (a path or hub id);
+Qwen/Qwen3-0.6B when it is cached or downloadable; otherwise the offline demo model, built
+locally (random weights), and callers are told so plainly via `EmbeddedServer.model_note`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import demo_model
+from .server import ManagedServer, ServerConfig, cpu_demo_config, is_healthy
+from .settings import DEFAULT_MODEL, Settings
+
+DEMO_NOTE = ("Serving the OFFLINE DEMO MODEL: Qwen3 architecture and real Qwen vocabulary with "
+             "RANDOM weights. Its text is meaningless; its latency mechanics (prefill, decode, "
+             "streaming, thinking, guided JSON) are real.")
+
+
+@dataclass
+class EmbeddedServer:
+    base_url: str
+    managed: ManagedServer | None
+    is_demo_model: bool
+    model_note: str
+
+    def stop(self) -> None:
+        if self.managed is not None:
+            self.managed.stop()
+
+
+def _real_model_dir() -> Path | None:
+    """Qwen/Qwen3-0.6B from the local cache or the hub; None when it cannot be had."""
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    try:
+        return Path(snapshot_download(DEFAULT_MODEL, etag_timeout=5))
+    except Exception:  # offline, blocked, or no such cache: fall back to the demo model
+        return None
+
+
+def _has_gpu_vllm() -> bool:
+    try:
+        from importlib.metadata import distribution
+
+        distribution("vllm")
+    except Exception:
+        return False
+    return True
+
+
+def server_config(settings: Settings, port: int) -> tuple[ServerConfig, bool]:
+    """(config, is_demo_model) for a managed server on this machine."""
+    chosen = os.environ.get("PLAYGROUND_SERVE_MODEL")
+    model = Path(chosen) if chosen and Path(chosen).exists() else None
+    if chosen and model is None:
+        model = _real_model_dir() if chosen == DEFAULT_MODEL else None
+        if model is None:
+            return ServerConfig(model=chosen, port=port, max_model_len=4096), False
+    if model is None and os.environ.get("PLAYGROUND_OFFLINE") != "1":
+        model = _real_model_dir()
+    if model is not None:
+        return ServerConfig(model=str(model), port=port, max_model_len=4096,
+                            structured_outputs_backend="xgrammar",
+                            disable_any_whitespace=True, per_request_metrics=True), False
+    size = "0.6b" if _has_gpu_vllm() else "tiny"
+    demo_dir = demo_model.ensure(settings.cache_dir / f"demo-model-{size}", size)  # type: ignore[arg-type]
+    return cpu_demo_config(demo_dir, port=port), True
+
+
+def ensure_server(settings: Settings, *, log=print) -> EmbeddedServer:
+    """Reuse a healthy server at settings.base_url, else start and wait for a managed one."""
+    if is_healthy(settings.base_url):
+        log(f"Using the vLLM server already running at {settings.base_url}")
+        return EmbeddedServer(settings.base_url, None, False, "")
+    port = int(settings.base_url.rsplit(":", 1)[-1].split("/")[0])
+    config, demo = server_config(settings, port)
+    log_path = settings.cache_dir / "logs" / f"vllm-{port}.log"
+    server = ManagedServer(config, log_path, python=sys.executable)
+    what = "the offline demo model" if demo else config.model
+    log(f"No server at {settings.base_url}: starting vLLM with {what}; log: {log_path}. "
+        "This takes 1-3 minutes on a CPU.")
+    server.start()
+    try:
+        server.wait_ready()
+    except BaseException:
+        server.stop()
+        raise
+    return EmbeddedServer(config.base_url, server, demo, DEMO_NOTE if demo else "")

@@ -1,0 +1,74 @@
+"""The project's exception hierarchy: the only exceptions the UI and CLI show to a user.
+
+Every error carries a message a person can act on (what failed, which field, and the fix).
+"""
+
+from __future__ import annotations
+
+
+class PlaygroundError(Exception):
+    """Base class. `str(err)` is the user-facing message."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} -- {self.hint}" if self.hint else self.message
+
+
+class ServerUnavailable(PlaygroundError):
+    """Nothing answers at the base URL (refused, wrong port, DNS, server still starting)."""
+
+    def __init__(self, base_url: str, reason: str) -> None:
+        super().__init__(
+            f"cannot reach the vLLM server at {base_url} ({reason})",
+            hint="start one with `playground serve`, or pass --base-url of a running server",
+        )
+        self.base_url = base_url
+
+
+class RequestTimeout(PlaygroundError):
+    """The request (or the gap between two stream chunks) exceeded the configured timeout."""
+
+
+class RequestRejected(PlaygroundError):
+    """The server answered with an HTTP error status (400, 401, 404, 500...)."""
+
+    def __init__(self, status: int, detail: str, *, param: str | None = None) -> None:
+        where = f" (parameter: {param})" if param else ""
+        super().__init__(f"server rejected the request: HTTP {status}{where}: {detail}",
+                         hint=_HINTS.get(status))
+        self.status = status
+        self.detail = detail
+        self.param = param
+
+
+_HINTS = {
+    401: "the API key is missing or wrong (set PLAYGROUND_API_KEY or --api-key)",
+    404: "the model name is not served here; see `playground models` or /v1/models",
+}
+
+
+class StreamError(PlaygroundError):
+    """The stream broke after it started (error event, malformed SSE, connection dropped)."""
+
+
+class ValidationFailed(PlaygroundError):
+    """Bad input caught before anything was sent. `field` names what to fix."""
+
+    def __init__(self, field: str, reason: str, *, source: str | None = None) -> None:
+        origin = f"{source}: " if source else ""
+        super().__init__(f"{origin}{field}: {reason}")
+        self.field = field
+        self.reason = reason
+        self.source = source
+
+
+class PresetError(ValidationFailed):
+    """A preset / experiment / server YAML file is invalid (file, field, reason)."""
+
+
+class ServerStartError(PlaygroundError):
+    """A managed vLLM server did not become healthy."""

@@ -1,0 +1,118 @@
+"""PURE: Variant + prompt -> ChatRequest. The only module that knows vLLM's request dialect.
+
+What each toggle becomes on the wire (verified in ../shared/design/VLLM_FACTS.md):
+- stream          -> stream=True + stream_options.include_usage (server token counts)
+- thinking        -> extra_body.chat_template_kwargs.enable_thinking (top-level is ignored)
+- temperature/top_p/seed -> native kwargs; top_k, ignore_eos, min_tokens -> extra_body
+- max_tokens      -> always sent (omitted, vLLM allows max_model_len - prompt tokens)
+- guided_json     -> response_format {"type": "json_schema", "json_schema": {name, schema}}
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .presets import Variant
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """Everything needed for one chat-completions call, split the way the openai SDK wants it."""
+
+    variant: str
+    kwargs: dict[str, Any]
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.kwargs.get("stream"))
+
+    @property
+    def max_tokens(self) -> int:
+        return int(self.kwargs["max_tokens"])
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body as it goes over the wire (extra_body merged at top level)."""
+        return {**self.kwargs, **self.extra_body}
+
+
+def build_messages(variant: Variant, prompt: str) -> list[dict[str, str]]:
+    messages = []
+    if variant.prompt.text:
+        messages.append({"role": "system", "content": variant.prompt.text})
+    messages.append({"role": "user", "content": prompt})
+    return messages
+
+
+def build(variant: Variant, prompt: str, model: str) -> ChatRequest:
+    """Map every toggle of `variant` to the request vLLM honours for it."""
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "messages": build_messages(variant, prompt),
+        "max_tokens": variant.max_tokens,
+    }
+    if variant.stream:
+        kwargs["stream"] = True
+        kwargs["stream_options"] = {"include_usage": True}
+    for name in ("temperature", "top_p", "seed"):
+        value = getattr(variant, name)
+        if value is not None:
+            kwargs[name] = value
+    if variant.guided_json is not None:
+        kwargs["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": variant.guided_json.name,
+                            "schema": variant.guided_json.json_schema},
+        }
+    extra: dict[str, Any] = {"chat_template_kwargs": {"enable_thinking": variant.thinking}}
+    if variant.top_k is not None:
+        extra["top_k"] = variant.top_k
+    if variant.ignore_eos:
+        extra["ignore_eos"] = True
+    if variant.min_tokens is not None:
+        extra["min_tokens"] = variant.min_tokens
+    return ChatRequest(variant=variant.name, kwargs=kwargs, extra_body=extra)
+
+
+def python_snippet(req: ChatRequest, base_url: str) -> str:
+    """The exact openai-SDK call for this request. The API key is a placeholder, always."""
+    kw = dict(req.kwargs)
+    lines = [
+        "import os",
+        "from openai import OpenAI",
+        "",
+        f"client = OpenAI(base_url={base_url!r},",
+        "                api_key=os.environ.get('OPENAI_API_KEY', 'EMPTY'),",
+        "                max_retries=0, timeout=120)",
+        "response = client.chat.completions.create(",
+    ]
+    for key, value in kw.items():
+        lines.append(f"    {key}={_py(value)},")
+    if req.extra_body:
+        lines.append(f"    extra_body={_py(req.extra_body)},")
+    lines.append(")")
+    if req.stream:
+        lines += ["for chunk in response:",
+                  "    if chunk.choices:",
+                  "        delta = chunk.choices[0].delta",
+                  "        print(getattr(delta, 'reasoning', None) or delta.content or '', end='')"]
+    else:
+        lines.append("print(response.choices[0].message.content)")
+    return "\n".join(lines)
+
+
+def curl_snippet(req: ChatRequest, base_url: str) -> str:
+    """The same request as a curl command; the key comes from $OPENAI_API_KEY."""
+    body = json.dumps(req.body(), ensure_ascii=False, indent=2).replace("'", "'\\''")
+    flag = " -N" if req.stream else ""
+    return (f"curl{flag} {base_url.rstrip('/')}/chat/completions \\\n"
+            "  -H 'Content-Type: application/json' \\\n"
+            "  -H \"Authorization: Bearer ${OPENAI_API_KEY:-EMPTY}\" \\\n"
+            f"  -d '{body}'")
+
+
+def _py(value: Any) -> str:
+    """Python literal for JSON-like data (True/False/None, not true/false/null)."""
+    return repr(value)

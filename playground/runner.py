@@ -1,0 +1,180 @@
+"""Run one prompt against N variants, concurrently (default) or one after another ("fair").
+
+Each variant gets its own task, its own clock reading and its own `Recording`. Tasks update
+their recording as events arrive and only *notify* the consumer (a non-blocking queue put), so
+a slow consumer (a browser) can never delay a timestamp. Closing the iterator cancels the
+tasks, which closes their streams, which makes vLLM abort the requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .client import ClientPool, Clock, Event
+from .errors import PlaygroundError, RequestTimeout
+from .metrics import Metrics, RawTimings, derive
+from .presets import Variant
+from .request import ChatRequest
+
+Status = Literal["pending", "running", "done", "error", "cancelled"]
+Mode = Literal["concurrent", "sequential"]
+
+
+@dataclass
+class Recording:
+    """The live state of one variant's request; also the finished result."""
+
+    variant: Variant
+    request: ChatRequest
+    base_url: str
+    raw: RawTimings
+    status: Status = "pending"
+    content: str = ""
+    reasoning: str = ""
+    error: PlaygroundError | None = None
+    events: int = 0
+    wall_start: float = field(default_factory=time.time)
+
+    def feed(self, ev: Event) -> None:
+        """Apply one client event (pure bookkeeping: no I/O, no awaiting)."""
+        raw = self.raw
+        self.events += 1
+        if ev.kind == "sent":
+            raw.t_send, self.status = ev.t, "running"
+        elif ev.kind == "headers":
+            raw.t_headers, raw.http_status = ev.t, ev.status
+        elif ev.kind == "chunk":
+            self._chunk(ev)
+        elif ev.kind == "usage" and ev.usage is not None:
+            raw.usage = ev.usage
+            raw.server_metrics = ev.server_metrics or raw.server_metrics
+        elif ev.kind == "done":
+            if not raw.streaming:
+                raw.t_last = ev.t
+            self.status = "done"
+        elif ev.kind == "error":
+            self.error, self.status = ev.error, "error"
+
+    def _chunk(self, ev: Event) -> None:
+        raw = self.raw
+        if raw.t_first_chunk is None:
+            raw.t_first_chunk = ev.t
+        if ev.finish_reason:
+            raw.finish_reason = ev.finish_reason
+        self.reasoning += ev.reasoning
+        self.content += ev.content
+        if not raw.streaming:
+            return
+        # Truthiness, not `is not None`: role-only and "" chunks are not tokens.
+        if ev.reasoning and raw.t_first_reasoning is None:
+            raw.t_first_reasoning = ev.t
+        if ev.content and raw.t_first_content is None:
+            raw.t_first_content = ev.t
+        if ev.reasoning or ev.content:
+            raw.token_times.append(ev.t)
+            raw.t_last = ev.t
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("done", "error", "cancelled")
+
+    def metrics(self) -> Metrics:
+        return derive(self.raw)
+
+
+def new_recording(variant: Variant, request: ChatRequest, base_url: str) -> Recording:
+    return Recording(variant, request, base_url, RawTimings(streaming=request.stream))
+
+
+async def _drive(pool: ClientPool, rec: Recording, clock: Clock, timeout_s: float,
+                 notify: asyncio.Queue[int], index: int) -> None:
+    backend = pool.get(rec.base_url)
+    try:
+        async with asyncio.timeout(timeout_s):
+            async for ev in backend.events(rec.request, clock):
+                rec.feed(ev)
+                notify.put_nowait(index)
+    except TimeoutError:
+        rec.error = RequestTimeout(f"no complete answer within {timeout_s:.0f} s",
+                                   hint="the partial output was kept; raise the timeout or "
+                                        "lower max_tokens")
+        rec.status = "error"
+    except asyncio.CancelledError:
+        rec.status = "cancelled"
+        raise
+    finally:
+        notify.put_nowait(index)
+
+
+async def run(pool: ClientPool, recordings: Sequence[Recording], *, mode: Mode = "concurrent",
+              timeout_s: float = 120.0, clock: Clock = time.perf_counter,
+              ) -> AsyncIterator[Sequence[Recording]]:
+    """Yield the recordings each time any of them changed; ends when all are finished."""
+    notify: asyncio.Queue[int] = asyncio.Queue()
+    tasks: list[asyncio.Task[None]] = []
+
+    async def sequential() -> None:
+        for i, rec in enumerate(recordings):
+            await _drive(pool, rec, clock, timeout_s, notify, i)
+
+    if mode == "sequential":
+        tasks.append(asyncio.create_task(sequential()))
+    else:
+        tasks = [asyncio.create_task(_drive(pool, r, clock, timeout_s, notify, i))
+                 for i, r in enumerate(recordings)]
+    try:
+        while not all(t.done() for t in tasks):
+            await notify.get()
+            while not notify.empty():  # coalesce bursts into one snapshot
+                notify.get_nowait()
+            yield recordings
+        yield recordings
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for rec in recordings:
+            if not rec.finished:
+                rec.status = "cancelled"
+
+
+async def run_to_end(pool: ClientPool, recordings: Sequence[Recording], **kw: object
+                     ) -> Sequence[Recording]:
+    async for _ in run(pool, recordings, **kw):  # type: ignore[arg-type]
+        pass
+    return recordings
+
+
+async def run_many(pool: ClientPool, recordings: Sequence[Recording], *, concurrency: int = 1,
+                   timeout_s: float = 120.0, clock: Clock = time.perf_counter,
+                   on_done=None) -> Sequence[Recording]:
+    """Run many independent requests with at most `concurrency` in flight (benchmarks).
+
+    `on_done(rec)` is called as each one finishes, so results can be stored as they arrive.
+    """
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(len(recordings)):
+        queue.put_nowait(i)
+    sink: asyncio.Queue[int] = asyncio.Queue()  # notifications nobody needs to read
+
+    async def worker() -> None:
+        while not queue.empty():
+            i = queue.get_nowait()
+            await _drive(pool, recordings[i], clock, timeout_s, sink, i)
+            while not sink.empty():
+                sink.get_nowait()
+            if on_done is not None:
+                on_done(recordings[i])
+
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+    return recordings

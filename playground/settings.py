@@ -1,0 +1,48 @@
+"""One Settings object, read from the environment (prefix PLAYGROUND_) and passed down.
+
+No module keeps mutable global state; callers receive a Settings and pass it on.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str = DEFAULT_BASE_URL
+    api_key: SecretStr | None = None
+    # None = ask the server (/v1/models) and take the first served model.
+    model: str | None = None
+    timeout_s: float = Field(default=120.0, gt=0, description="whole-request timeout")
+    connect_timeout_s: float = Field(default=5.0, gt=0)
+    # Gap allowed between two stream chunks before the request counts as stalled.
+    read_timeout_s: float = Field(default=60.0, gt=0)
+    presets_dir: Path = REPO_ROOT / "presets"
+    user_presets_dir: Path = REPO_ROOT / "user_presets"
+    cache_dir: Path = REPO_ROOT / ".cache"
+    runs_dir: Path = REPO_ROOT / "runs"
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> Settings:
+        """Build from PLAYGROUND_* variables; explicit overrides (e.g. CLI flags) win."""
+        env = dict(os.environ if env is None else env)
+        values: dict[str, object] = {}
+        for name in cls.model_fields:
+            raw = env.get(f"PLAYGROUND_{name.upper()}")
+            if raw:
+                values[name] = raw
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.model_validate(values)
+
+    def api_key_value(self) -> str:
+        """The key for the HTTP header only; never log or display the result."""
+        return self.api_key.get_secret_value() if self.api_key else "EMPTY"

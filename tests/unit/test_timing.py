@@ -1,0 +1,192 @@
+"""Timing rules with a scripted clock and scripted chunks (a fake at our own boundary)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from playground.client import Backend
+from playground.metrics import RawTimings, bootstrap_ci, derive, percentile, summarize
+from playground.presets import Variant
+from playground.request import build
+from playground.runner import new_recording
+
+
+def chunk(content: str | None = None, reasoning: str | None = None, role: str | None = None,
+          finish: str | None = None) -> ChatCompletionChunk:
+    delta: dict[str, Any] = {}
+    if role:
+        delta["role"] = role
+    if content is not None:
+        delta["content"] = content
+    if reasoning is not None:
+        delta["reasoning"] = reasoning
+    return ChatCompletionChunk.model_validate({
+        "id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+
+def usage_chunk(completion: int, prompt: int = 10, metrics: dict | None = None
+                ) -> ChatCompletionChunk:
+    data: dict[str, Any] = {
+        "id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion}}
+    if metrics:
+        data["metrics"] = metrics
+    return ChatCompletionChunk.model_validate(data)
+
+
+class FakeStream:
+    def __init__(self, chunks: list[ChatCompletionChunk]) -> None:
+        self.chunks, self.closed = chunks, False
+
+    def __aiter__(self) -> FakeStream:
+        self._it: Iterator[ChatCompletionChunk] = iter(self.chunks)
+        return self
+
+    async def __anext__(self) -> ChatCompletionChunk:
+        try:
+            return next(self._it)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+class ScriptedClock:
+    """Returns the scripted readings in order (seconds)."""
+
+    def __init__(self, *readings: float) -> None:
+        self.readings = list(readings)
+
+    def __call__(self) -> float:
+        return self.readings.pop(0)
+
+
+async def record(response: Any, clock: ScriptedClock, **variant: Any):
+    backend = Backend("http://unused/v1", "k")
+
+    async def create(**_: Any) -> Any:
+        return response
+
+    backend._client.chat.completions.create = create  # type: ignore[method-assign]
+    v = Variant(name="v", **variant)
+    rec = new_recording(v, build(v, "p", "m"), backend.base_url)
+    async for ev in backend.events(rec.request, clock):
+        rec.feed(ev)
+    await backend.aclose()
+    return rec
+
+
+# clock readings: sent, headers, one per chunk, done
+async def test_role_only_chunk_is_not_a_token() -> None:
+    stream = FakeStream([chunk(role="assistant", content=""), chunk(content="Hi"),
+                         chunk(content="!", finish="stop"), usage_chunk(2)])
+    rec = await record(stream, ScriptedClock(0.0, 0.010, 0.050, 0.050, 0.070, 0.090, 0.095),
+                       stream=True)
+    m = rec.metrics()
+    assert rec.raw.t_first_chunk == 0.050
+    assert m.first_chunk_ms == pytest.approx(50)
+    assert m.ttft_ms == pytest.approx(50)  # same instant as the role chunk, but from "Hi"
+    assert rec.content == "Hi!"
+    assert stream.closed
+
+
+async def test_empty_content_chunks_are_not_first_tokens() -> None:
+    stream = FakeStream([chunk(role="assistant", content=""), chunk(content=""),
+                         chunk(content=""), chunk(content="x"), usage_chunk(3)])
+    rec = await record(stream, ScriptedClock(0, 0.01, 0.02, 0.03, 0.04, 0.25, 0.26, 0.27),
+                       stream=True)
+    assert rec.metrics().ttft_ms == pytest.approx(250)
+    assert rec.raw.token_times == [0.25]
+
+
+async def test_usage_trailer_does_not_extend_e2e() -> None:
+    stream = FakeStream([chunk(content="a"), chunk(content="b"), chunk(content="c"),
+                         usage_chunk(3)])
+    rec = await record(stream, ScriptedClock(0, 0.01, 0.1, 0.2, 0.3, 5.0, 5.1), stream=True)
+    m = rec.metrics()
+    assert m.e2e_ms == pytest.approx(300)
+    assert m.completion_tokens == 3  # from usage, not from counting chunks
+
+
+async def test_e2e_minus_ttft_equals_sum_of_gaps() -> None:
+    times = [0.0, 0.005, 0.120, 0.135, 0.151, 0.170, 0.230, 0.231]
+    stream = FakeStream([chunk(reasoning="r"), chunk(reasoning="s"), chunk(content="a"),
+                         chunk(content="b", finish="length"), chunk(content="c"),
+                         usage_chunk(9)])
+    rec = await record(stream, ScriptedClock(*times, 0.3, 0.31), stream=True, thinking=True)
+    m = rec.metrics()
+    assert m.e2e_ms - m.ttft_ms == pytest.approx(sum(m.itl_ms))
+    assert len(m.itl_ms) == 4
+    assert m.ttft_ms == pytest.approx(120)  # first reasoning token
+    assert m.ttfa_ms == pytest.approx(151)  # first answer token
+    assert rec.reasoning == "rs" and rec.content == "abc"
+    assert rec.raw.finish_reason == "length"
+
+
+async def test_tpot_and_decode_rate_use_server_token_counts() -> None:
+    # 3 chunks but the server says 11 tokens (a chunk may carry several tokens)
+    stream = FakeStream([chunk(content="aaa"), chunk(content="bbb"), chunk(content="ccc"),
+                         usage_chunk(11)])
+    rec = await record(stream, ScriptedClock(0, 0.01, 0.1, 0.3, 0.6, 0.7, 0.8), stream=True)
+    m = rec.metrics()
+    assert m.tpot_ms == pytest.approx((600 - 100) / 10)
+    assert m.decode_tok_s == pytest.approx(10 / 0.5)
+
+
+async def test_reasoning_content_fallback_field() -> None:
+    c = chunk(content=None)
+    c.choices[0].delta.__pydantic_extra__ = {"reasoning_content": "old"}  # type: ignore[union-attr]
+    rec = await record(FakeStream([c, usage_chunk(1)]), ScriptedClock(0, 0.01, 0.1, 0.2, 0.3),
+                       stream=True)
+    assert rec.reasoning == "old"
+    assert rec.metrics().ttft_ms == pytest.approx(100)
+
+
+async def test_per_request_server_metrics_are_kept() -> None:
+    stream = FakeStream([chunk(content="a"), usage_chunk(1, metrics={
+        "time_to_first_token_ms": 12.5, "queue_time_ms": 0.3})])
+    rec = await record(stream, ScriptedClock(0, 0.01, 0.1, 0.2, 0.3), stream=True)
+    assert rec.raw.server_metrics == {"time_to_first_token_ms": 12.5, "queue_time_ms": 0.3}
+
+
+async def test_non_streaming_has_no_ttft_and_e2e_is_the_visible_wait() -> None:
+    resp = ChatCompletion.model_validate({
+        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "{}", "reasoning": "hmm"}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}})
+    rec = await record(resp, ScriptedClock(0.0, 1.8, 1.81), stream=False)
+    m = rec.metrics()
+    assert m.ttft_ms is None and m.ttfa_ms is None and m.tpot_ms is None
+    assert m.e2e_ms == pytest.approx(1800)
+    assert m.visible_wait_ms == pytest.approx(1800)
+    assert (rec.content, rec.reasoning, m.completion_tokens) == ("{}", "hmm", 7)
+
+
+def test_missing_values_are_none_not_zero() -> None:
+    m = derive(RawTimings(streaming=True, t_send=1.0))
+    assert (m.ttft_ms, m.e2e_ms, m.tpot_ms, m.decode_tok_s) == (None, None, None, None)
+    assert m.itl_ms == []
+
+
+def test_percentiles_and_summary() -> None:
+    data = [1.0, 2.0, 3.0, 4.0, 100.0]
+    assert percentile(data, 50) == 3.0
+    assert percentile(data, 0) == 1.0 and percentile(data, 100) == 100.0
+    assert percentile([], 50) is None
+    s = summarize([*data, None])
+    assert s.n == 5 and s.p50 == 3.0 and s.mean == pytest.approx(22.0)
+
+
+def test_bootstrap_ci_contains_the_median() -> None:
+    data = [float(x) for x in range(1, 40)]
+    lo, hi = bootstrap_ci(data)  # type: ignore[misc]
+    assert lo <= 20.0 <= hi
+    assert bootstrap_ci([1.0]) is None
