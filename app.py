@@ -1,6 +1,10 @@
-"""Hugging Face Spaces entry point: the embedded default, headless for now (UI: issue 2/8)."""
+"""Hugging Face Spaces entry point: the embedded default, then the Gradio UI."""
 
-from playground.cli import main
+import os
+
+from playground.settings import Settings
+from playground.ui.app import launch
 
 if __name__ == "__main__":
-    raise SystemExit(main(["demo"]))
+    launch(Settings.from_env(), host=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+           port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))

@@ -1,4 +1,4 @@
-"""`playground run | demo | serve | demo-model | models` -- the command line over the core.
+"""`playground ui | run | demo | serve | demo-model | models` -- the command line over the core.
 
 Exit codes: 0 ok; 1 a request failed; 2 bad input or unreachable server (one clear line on
 stderr naming the URL or field and the fix).
@@ -14,11 +14,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import demo_model, request
-from .client import ClientPool, fetch_server_info
-from .errors import PlaygroundError, ValidationFailed
+from . import demo_model
+from .client import fetch_server_info
+from .compare import compare
+from .errors import PlaygroundError
 from .presets import PresetLibrary, Variant, load_yaml, variant_from_dict
-from .runner import Recording, new_recording, run_to_end
+from .runner import Recording
 from .settings import Settings
 from .tables import recording_dict, row, text_table
 
@@ -37,37 +38,6 @@ def _variant(ref: str, library: PresetLibrary, settings: Settings) -> Variant:
     if ref.endswith((".yaml", ".yml")) and path.is_file():
         return variant_from_dict(load_yaml(path), settings.presets_dir, source=str(path))
     return library.get(ref)
-
-
-def resolve_model(settings: Settings) -> tuple[str, str | None]:
-    """(model name, server version): the configured model or the server's first one."""
-    info = fetch_server_info(settings.base_url, settings.api_key_value())
-    names = [m.id for m in info.models]
-    if settings.model:
-        if names and settings.model not in names:
-            raise ValidationFailed("model", f"{settings.model!r} is not served at "
-                                   f"{settings.base_url}; served: {', '.join(names)}")
-        return settings.model, info.version
-    if not names:
-        raise ValidationFailed("model", f"the server at {settings.base_url} serves no model")
-    return names[0], info.version
-
-
-async def compare(settings: Settings, variants: Sequence[Variant], prompt: str, *,
-                  sequential: bool = False) -> list[Recording]:
-    if not prompt.strip():
-        raise ValidationFailed("prompt", "is empty; pass --prompt TEXT")
-    model, _ = resolve_model(settings)
-    recs = [new_recording(v, request.build(v, prompt, model), v.base_url or settings.base_url)
-            for v in variants]
-    pool = ClientPool(settings.api_key_value(), connect_timeout_s=settings.connect_timeout_s,
-                      read_timeout_s=settings.read_timeout_s, timeout_s=settings.timeout_s)
-    try:
-        await run_to_end(pool, recs, mode="sequential" if sequential else "concurrent",
-                         timeout_s=settings.timeout_s)
-    finally:
-        await pool.aclose()
-    return recs
 
 
 def print_comparison(recs: Sequence[Recording], as_json: bool) -> None:
@@ -131,6 +101,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ui(args: argparse.Namespace) -> int:
+    from .ui.app import launch
+
+    launch(_settings(args), host=args.host, port=args.port, share=args.share,
+           manage_server=not args.no_server)
+    return 0
+
+
 def cmd_demo_model(args: argparse.Namespace) -> int:
     path = demo_model.build(Path(args.dir), args.size)
     print(f"demo model ({args.size}, random weights) written to {path}; serve it with "
@@ -175,6 +153,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--keep-server", action="store_true")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("ui", help="the web playground (starts or reuses a local vLLM)")
+    _connection_args(p)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=7860)
+    p.add_argument("--share", action="store_true", help="public Gradio link (needs internet)")
+    p.add_argument("--no-server", action="store_true",
+                   help="do not start a managed vLLM; connect from the UI instead")
+    p.set_defaults(func=cmd_ui)
 
     p = sub.add_parser("serve", help="start (or reuse) a local vLLM server and keep it running")
     _connection_args(p)

@@ -155,6 +155,17 @@ def build(directory: Path, size: Size = "tiny", *, served_name: str = "Qwen/Qwen
     return directory
 
 
+def is_demo_dir(path: str | Path | None) -> bool:
+    """True when `path` is a local directory built by this module (random weights)."""
+    if not path:
+        return False
+    try:
+        config = json.loads((Path(path) / "config.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and "demo_model" in config
+
+
 def is_built(directory: Path) -> bool:
     return all((directory / f).is_file() for f in ("config.json", "tokenizer.json",
                                                    "tokenizer_config.json"))

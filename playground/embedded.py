@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import demo_model
+from .client import ServerInfo, fetch_server_info
+from .errors import PlaygroundError
 from .server import ManagedServer, ServerConfig, cpu_demo_config, is_healthy
 from .settings import DEFAULT_MODEL, Settings
 
@@ -74,11 +76,21 @@ def server_config(settings: Settings, port: int) -> tuple[ServerConfig, bool]:
     return cpu_demo_config(demo_dir, port=port), True
 
 
+def model_note(info: ServerInfo) -> str:
+    """DEMO_NOTE when the server serves a locally built demo model, else ""."""
+    return DEMO_NOTE if any(demo_model.is_demo_dir(m.root) for m in info.models) else ""
+
+
 def ensure_server(settings: Settings, *, log=print) -> EmbeddedServer:
     """Reuse a healthy server at settings.base_url, else start and wait for a managed one."""
     if is_healthy(settings.base_url):
         log(f"Using the vLLM server already running at {settings.base_url}")
-        return EmbeddedServer(settings.base_url, None, False, "")
+        try:
+            note = model_note(fetch_server_info(settings.base_url,
+                                                settings.api_key_value()))
+        except PlaygroundError:
+            note = ""
+        return EmbeddedServer(settings.base_url, None, bool(note), note)
     port = int(settings.base_url.rsplit(":", 1)[-1].split("/")[0])
     config, demo = server_config(settings, port)
     log_path = settings.cache_dir / "logs" / f"vllm-{port}.log"

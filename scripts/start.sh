@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
-exec "${PLAYGROUND_VENV:-.venv}/bin/playground" "${@:-demo}"
+exec "${PLAYGROUND_VENV:-.venv}/bin/playground" "${@:-ui}"

@@ -1,0 +1,31 @@
+"""Start the UI: the embedded default (reuse or start a vLLM server), then launch Gradio."""
+
+from __future__ import annotations
+
+import atexit
+import sys
+
+from ..embedded import EmbeddedServer, ensure_server
+from ..settings import Settings
+from . import CSS, build_ui
+from .context import UIContext
+
+
+def launch(settings: Settings, *, host: str = "127.0.0.1", port: int = 7860,
+           share: bool = False, manage_server: bool = True) -> None:
+    server: EmbeddedServer | None = None
+    banner = ""
+    if manage_server:
+        server = ensure_server(settings, log=lambda m: print(m, file=sys.stderr))
+        atexit.register(server.stop)
+        settings = settings.model_copy(update={"base_url": server.base_url})
+        banner = server.model_note
+    demo = build_ui(UIContext.create(settings, banner))
+    print(f"qwen-latency-lab UI on http://{host}:{port} (vLLM: {settings.base_url})",
+          file=sys.stderr)
+    try:
+        demo.launch(server_name=host, server_port=port, share=share, css=CSS,
+                    footer_links=["api", "gradio"])
+    finally:
+        if server is not None:
+            server.stop()

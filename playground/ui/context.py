@@ -1,0 +1,58 @@
+"""What the UI handlers share: settings, presets, client pools, the run store. No globals."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..client import ClientPool
+from ..presets import PresetLibrary
+from ..runner import Recording
+from ..settings import Settings
+from ..store import RunStore
+from ..tables import recording_dict
+
+
+def load_examples(path: Path, limit: int = 12) -> list[str]:
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text("utf-8").splitlines():
+        if line.strip():
+            out.append(json.loads(line)["input"])
+        if len(out) >= limit:
+            break
+    return out
+
+
+@dataclass
+class UIContext:
+    settings: Settings
+    library: PresetLibrary
+    banner: str = ""  # e.g. "serving the random-weight demo model"
+    examples: list[str] = field(default_factory=list)
+    concurrency_limit: int = 16
+    _pools: dict[str, ClientPool] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, settings: Settings, banner: str = "") -> UIContext:
+        library = PresetLibrary(settings.presets_dir, settings.user_presets_dir)
+        examples = load_examples(settings.presets_dir / "data" / "address.jsonl")
+        return cls(settings, library, banner, examples)
+
+    def pool(self, api_key: str) -> ClientPool:
+        """One pool (one AsyncOpenAI per base URL) per API key; keyed by a hash, not the key."""
+        key = hashlib.sha256(api_key.encode()).hexdigest()
+        if key not in self._pools:
+            s = self.settings
+            self._pools[key] = ClientPool(api_key, connect_timeout_s=s.connect_timeout_s,
+                                          read_timeout_s=s.read_timeout_s,
+                                          timeout_s=s.timeout_s)
+        return self._pools[key]
+
+    def store_run(self, recs: list[Recording]) -> None:
+        run = RunStore(self.settings.runs_dir).new_run("playground")
+        for rec in recs:
+            run.append(recording_dict(rec))

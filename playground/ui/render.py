@@ -1,0 +1,61 @@
+"""PURE: a live Recording -> the strings one column shows (metrics line, badge, error)."""
+
+from __future__ import annotations
+
+import time
+
+from ..metrics import Metrics
+from ..runner import Recording
+from ..scoring import badge, score
+from ..tables import fmt_ms
+
+
+def metrics_md(rec: Recording, now: float | None = None) -> str:
+    m: Metrics = rec.metrics()
+    if rec.status in ("pending",):
+        return "_waiting…_"
+    if rec.status == "running":
+        t0 = rec.raw.t_send
+        elapsed = "" if t0 is None else f" · {((now or time.perf_counter()) - t0):.1f} s"
+        chunks = len(rec.raw.token_times)
+        what = f"{chunks} chunks" if rec.raw.streaming else "non-streaming: nothing visible yet"
+        return f"_running… {what}{elapsed}_"
+    parts = []
+    if rec.raw.streaming:
+        parts.append(f"**TTFT** {fmt_ms(m.ttft_ms, 'none')}")
+        parts.append(f"**TTFA** {fmt_ms(m.ttfa_ms, 'no answer')}")
+    else:
+        parts.append("**TTFT** n/a (non-streaming)")
+    parts.append(f"**E2E** {fmt_ms(m.e2e_ms, '-')}")
+    parts.append(f"**tokens** {m.completion_tokens if m.completion_tokens is not None else '-'}")
+    if m.decode_tok_s is not None:
+        parts.append(f"**decode** {m.decode_tok_s:.0f} tok/s")
+    line = " · ".join(parts)
+    if not rec.raw.streaming and m.e2e_ms is not None:
+        line += (f"\n\n⏳ The user stares at an empty screen for the whole "
+                 f"**{fmt_ms(m.e2e_ms)}** before the first character appears.")
+    elif m.ttft_ms is not None:
+        line += f"\n\nFirst character visible after **{fmt_ms(m.ttft_ms)}**."
+    if rec.status == "cancelled":
+        line = "**stopped** (partial output kept) · " + line
+    if rec.raw.finish_reason:
+        line += f" · finish: `{rec.raw.finish_reason}`"
+    return line
+
+
+def badge_md(rec: Recording) -> str:
+    if not rec.finished or rec.error is not None:
+        return ""
+    schema = rec.variant.guided_json.json_schema if rec.variant.guided_json else None
+    if not rec.content:
+        if rec.reasoning:
+            return "JSON: no answer (all output was reasoning: thinking never ended)"
+        return ""
+    return badge(score(rec.content, schema))
+
+
+def error_md(rec: Recording) -> str:
+    if rec.error is None:
+        return ""
+    kept = " Partial output above was kept." if (rec.content or rec.reasoning) else ""
+    return f"❌ **{type(rec.error).__name__}**: {rec.error}{kept}"

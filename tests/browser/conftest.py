@@ -1,0 +1,78 @@
+"""The app served on localhost (python app.py, reusing the real vLLM test server) + Chromium."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from playground.client import http_get
+from playground.settings import REPO_ROOT
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def app_url(vllm_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = _free_port()
+    runs = tmp_path_factory.mktemp("runs")
+    env = {**os.environ, "PLAYGROUND_BASE_URL": vllm_server, "GRADIO_SERVER_PORT": str(port),
+           "PLAYGROUND_RUNS_DIR": str(runs), "GRADIO_ANALYTICS_ENABLED": "False",
+           "PLAYGROUND_USER_PRESETS_DIR": str(tmp_path_factory.mktemp("user_presets"))}
+    log = (REPO_ROOT / ".cache" / "logs")
+    log.mkdir(parents=True, exist_ok=True)
+    with (log / "test-app.log").open("wb") as out:
+        proc = subprocess.Popen([sys.executable, str(REPO_ROOT / "app.py")], env=env,
+                                stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        for _ in range(240):  # bounded wait for the app to listen
+            try:
+                if http_get(url, timeout_s=1)[0] == 200:
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None:
+                raise RuntimeError(f"app exited: {(log / 'test-app.log').read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: scripts/test.sh installs Debian's chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser, app_url: str):  # type: ignore[no-untyped-def]
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1600})
+    pg = ctx.new_page()
+    pg.goto(app_url)
+    pg.wait_for_selector("text=Variant 1", timeout=60_000)
+    yield pg
+    ctx.close()

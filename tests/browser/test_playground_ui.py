@@ -1,0 +1,88 @@
+"""The Playground tab in real Chromium against the real vLLM test server."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from playground.client import http_get, server_root
+
+pytestmark = [pytest.mark.browser, pytest.mark.server]
+LONG = 120_000
+
+
+def pick(page: Page, label: str, option: str) -> None:
+    page.get_by_label(label, exact=True).click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def set_number(page: Page, label: str, value: int) -> None:
+    box = page.get_by_label(label, exact=True)
+    box.fill(str(value))
+    box.press("Tab")
+
+
+def test_compare_seed_default_and_all_optimizations(page: Page) -> None:
+    expect(page.locator("#server-status")).to_contain_text("vLLM 0.", timeout=LONG)
+    expect(page.locator("#server-status")).to_contain_text("OFFLINE DEMO MODEL")
+    pick(page, "preset 1", "seed-default")
+    pick(page, "preset 2", "all-optimizations")
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.locator("#metrics-0")).to_contain_text("E2E", timeout=LONG)
+    expect(page.locator("#metrics-1")).to_contain_text("E2E", timeout=LONG)
+    expect(page.locator("#metrics-0")).to_contain_text("TTFT n/a (non-streaming)")
+    expect(page.locator("#metrics-1")).to_contain_text("TTFA")
+    expect(page.locator("#badge-1")).to_contain_text("schema-valid")
+    expect(page.locator("#answer-1 textarea")).not_to_have_value("")
+    expect(page.locator("#timeline-plot .js-plotly-plot")).to_be_visible()
+    expect(page.locator("#bars-plot .js-plotly-plot")).to_be_visible()
+    page.get_by_text("View code").nth(1).click()
+    code = page.locator("#code-py-1")
+    expect(code).to_contain_text("chat.completions.create")
+    expect(code).to_contain_text("'enable_thinking': False")
+    expect(code).to_contain_text("json_schema")
+    expect(page.locator("#code-curl-1")).to_contain_text("/chat/completions")
+
+
+def test_invalid_pasted_schema_fails_its_column_only(page: Page) -> None:
+    pick(page, "preset 1", "all-optimizations")
+    pick(page, "preset 2", "fixed-64-stream")
+    page.get_by_label("guided JSON", exact=True).first.click()
+    page.get_by_role("option", name="custom", exact=True).click()
+    editor = page.locator(".cm-content").first
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.type('{"type": "bogus"')
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.locator("#error-0")).to_contain_text("not sent", timeout=LONG)
+    expect(page.locator("#error-0")).to_contain_text("guided JSON schema")
+    expect(page.locator("#metrics-1")).to_contain_text("E2E", timeout=LONG)
+    expect(page.locator("#error-1")).to_have_text("")
+    expect(page.locator("#metrics-0")).to_have_text("")
+
+
+def running(base_url: str) -> float:
+    _, text = http_get(f"{server_root(base_url)}/metrics")
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("vllm:num_requests_running"))
+
+
+def test_stop_ends_a_long_generation_on_the_server(page: Page, vllm_server: str) -> None:
+    pick(page, "preset 1", "fixed-64-stream")
+    pick(page, "preset 2", "fixed-64-stream")
+    for box in page.get_by_label("max_tokens", exact=True).all()[:2]:
+        box.fill("1500")
+        box.press("Tab")
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.locator("#metrics-0")).to_contain_text("chunks", timeout=LONG)
+    deadline = time.monotonic() + 60
+    while running(vllm_server) < 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert running(vllm_server) >= 1
+    page.get_by_role("button", name="Stop", exact=True).click(force=True)
+    deadline = time.monotonic() + 30  # bounded wait for the engine to drop the requests
+    while running(vllm_server) > 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert running(vllm_server) == 0
