@@ -1,4 +1,4 @@
-"""`playground ui | run | demo | serve | demo-model | models` -- the command line over the core.
+"""`playground ui | run | bench | runs | demo | serve | demo-model | models`: the CLI.
 
 Exit codes: 0 ok; 1 a request failed; 2 bad input or unreachable server (one clear line on
 stderr naming the URL or field and the fix).
@@ -109,6 +109,26 @@ def cmd_ui(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .benchcli import run_bench
+
+    return run_bench(_settings(args), Path(args.experiment), Path(args.out) if args.out
+                     else None)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from .benchcli import compare_runs, list_runs
+
+    settings = _settings(args)
+    if args.action == "list":
+        return list_runs(settings)
+    if len(args.runs) != 2:
+        print("error: runs compare needs two run files (see `playground runs list`)",
+              file=sys.stderr)
+        return 2
+    return compare_runs(settings, [Path(r) for r in args.runs])
+
+
 def cmd_demo_model(args: argparse.Namespace) -> int:
     path = demo_model.build(Path(args.dir), args.size)
     print(f"demo model ({args.size}, random weights) written to {path}; serve it with "
@@ -162,6 +182,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-server", action="store_true",
                    help="do not start a managed vLLM; connect from the UI instead")
     p.set_defaults(func=cmd_ui)
+
+    p = sub.add_parser("bench", help="run a benchmark experiment (YAML) and write reports")
+    _connection_args(p)
+    p.add_argument("experiment", help="presets/experiments/NAME.yaml, or a path")
+    p.add_argument("--out", help="folder for requests.csv, results.json, report.html")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("runs", help="list past benchmark runs, or compare two")
+    p.add_argument("action", choices=["list", "compare"])
+    p.add_argument("runs", nargs="*", help="two run files for `compare`")
+    p.set_defaults(func=cmd_runs)
 
     p = sub.add_parser("serve", help="start (or reuse) a local vLLM server and keep it running")
     _connection_args(p)

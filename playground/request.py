@@ -38,19 +38,26 @@ class ChatRequest:
         return {**self.kwargs, **self.extra_body}
 
 
-def build_messages(variant: Variant, prompt: str) -> list[dict[str, str]]:
+def build_messages(variant: Variant, prompt: str, nonce: str | None = None
+                   ) -> list[dict[str, str]]:
     messages = []
     if variant.prompt.text:
         messages.append({"role": "system", "content": variant.prompt.text})
     messages.append({"role": "user", "content": prompt})
+    if nonce:
+        # A unique first line defeats vLLM's prefix cache ("cold" benchmarks): the cache
+        # matches from the first token, so the nonce must precede the system prompt.
+        first = messages[0]
+        messages[0] = {**first, "content": f"[{nonce}]\n{first['content']}"}
     return messages
 
 
-def build(variant: Variant, prompt: str, model: str) -> ChatRequest:
+def build(variant: Variant, prompt: str, model: str, *, nonce: str | None = None
+          ) -> ChatRequest:
     """Map every toggle of `variant` to the request vLLM honours for it."""
     kwargs: dict[str, Any] = {
         "model": model,
-        "messages": build_messages(variant, prompt),
+        "messages": build_messages(variant, prompt, nonce),
         "max_tokens": variant.max_tokens,
     }
     if variant.stream:

@@ -37,7 +37,14 @@ class Recording:
     reasoning: str = ""
     error: PlaygroundError | None = None
     events: int = 0
-    wall_start: float = field(default_factory=time.time)
+    # (time.time(), clock()) read together: maps clock readings to wall-clock time, so other
+    # processes on this machine (a browser) can be compared with our stamps.
+    clock_origin: tuple[float, float] = field(
+        default_factory=lambda: (time.time(), time.perf_counter()))
+
+    def wall_time(self, t: float) -> float:
+        wall, perf = self.clock_origin
+        return wall + (t - perf)
 
     def feed(self, ev: Event) -> None:
         """Apply one client event (pure bookkeeping: no I/O, no awaiting)."""

@@ -65,5 +65,5 @@ def recording_dict(rec: Recording) -> dict[str, Any]:
         "reasoning": rec.reasoning,
         "error": None if rec.error is None else {"type": type(rec.error).__name__,
                                                  "message": str(rec.error)},
-        "wall_start": rec.wall_start,
+        "clock_origin": list(rec.clock_origin),
     }

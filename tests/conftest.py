@@ -50,3 +50,9 @@ def vllm_server(demo_model_dir: Path) -> Iterator[str]:
 @pytest.fixture()
 def settings(vllm_server: str) -> Settings:
     return Settings(base_url=vllm_server, timeout_s=120)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests last: Playwright's sync API keeps an event loop running in the main
+    thread for the rest of the session, which async tests cannot share."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)

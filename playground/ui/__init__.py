@@ -13,15 +13,18 @@ CSS = """
 
 
 def build_ui(ctx: UIContext) -> gr.Blocks:
-    from . import playground_tab
+    from . import bench_tab, playground_tab
 
     with gr.Blocks(title="qwen-latency-lab") as demo:
         gr.Markdown("# qwen-latency-lab\nWhy does one way of calling Qwen3-0.6B answer in 20 ms "
                     "and another in 2 s? Line up variants, send one prompt, watch.")
         if ctx.banner:
             gr.Markdown(f"⚠️ {ctx.banner}", elem_id="demo-banner")
-        with gr.Tabs(), gr.Tab("Playground"):
-            playground_tab.build(ctx, demo)
+        with gr.Tabs():
+            with gr.Tab("Playground"):
+                playground_tab.build(ctx, demo)
+            with gr.Tab("Benchmark"):
+                bench_tab.build(ctx)
         _api(ctx)
     demo.queue(default_concurrency_limit=ctx.concurrency_limit, max_size=128)
     return demo
@@ -37,7 +40,7 @@ def _api(ctx: UIContext) -> None:
         """Send `prompt` to the named presets at once; returns every measured request."""
         try:
             variants = [ctx.library.get(name) for name in presets]
-            recs = await compare(ctx.settings, variants, prompt)
+            recs = await ctx.measure.run(compare(ctx.settings, variants, prompt))
         except PlaygroundError as e:
             raise gr.Error(str(e)) from None
         ctx.store_run(list(recs))

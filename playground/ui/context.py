@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..client import ClientPool
+from ..measure_loop import MeasureLoop
 from ..presets import PresetLibrary
 from ..runner import Recording
 from ..settings import Settings
@@ -34,6 +35,7 @@ class UIContext:
     banner: str = ""  # e.g. "serving the random-weight demo model"
     examples: list[str] = field(default_factory=list)
     concurrency_limit: int = 16
+    measure: MeasureLoop = field(default_factory=MeasureLoop)
     _pools: dict[str, ClientPool] = field(default_factory=dict)
 
     @classmethod
@@ -43,7 +45,10 @@ class UIContext:
         return cls(settings, library, banner, examples)
 
     def pool(self, api_key: str) -> ClientPool:
-        """One pool (one AsyncOpenAI per base URL) per API key; keyed by a hash, not the key."""
+        """One pool (one AsyncOpenAI per base URL) per API key; keyed by a hash, not the key.
+
+        Pools are used only on the measuring loop (`self.measure`).
+        """
         key = hashlib.sha256(api_key.encode()).hexdigest()
         if key not in self._pools:
             s = self.settings

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +13,7 @@ from .. import plots, request
 from ..client import fetch_server_info
 from ..embedded import model_note
 from ..errors import PlaygroundError, ValidationFailed
-from ..runner import Recording, new_recording, run
+from ..runner import Recording, new_recording, run_to_end
 from ..tables import recording_dict
 from .columns import (
     CUSTOM,
@@ -26,7 +27,12 @@ from .columns import (
 from .context import UIContext
 from .render import badge_md, error_md, metrics_md
 
-PLOT_INTERVAL_S = 0.15  # figures at most ~7 Hz; text on every snapshot
+# The measuring tasks never wait on rendering: a driver task runs the requests, and the UI
+# samples their recordings. Text at most every 50 ms (only columns that changed), figures at
+# most every 250 ms: on a 2-core machine, rendering every chunk made the browser fall seconds
+# behind and stole CPU from the server (see benchmarks/ui_fidelity.py).
+TEXT_INTERVAL_S = 0.1
+PLOT_INTERVAL_S = 0.2
 DEFAULT_COLUMN_PRESETS = ["seed-default", "all-optimizations", "streaming", "thinking-off"]
 MAX_PROMPT_CHARS = 20_000
 
@@ -171,8 +177,8 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         lens = ", ".join(f"{m.id} (max_model_len {m.max_model_len})" for m in info.models)
         text = (f"✅ vLLM **{info.version}** at `{url}` · healthy: {info.healthy} · "
                 f"models: {lens}")
-        note = ctx.banner or model_note(info)
-        if note:
+        note = model_note(info)
+        if note and note != ctx.banner:  # the page banner already says it for this server
             text += f"\n\n⚠️ {note}"
         return {server_status: text, model: gr.update(choices=names,
                                                       value=names[0] if names else None)}
@@ -235,16 +241,13 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         if not recs:
             return
         pool = ctx.pool(key)
-        last_plot = 0.0
         run_mode = "sequential" if str(data[mode]).startswith("sequential") else "concurrent"
-        async for snapshot in run(pool, recs, mode=run_mode, timeout_s=ctx.settings.timeout_s):
-            update = _column_updates(slots, snapshot)
-            now = time.perf_counter()
-            if now - last_plot >= PLOT_INTERVAL_S:
-                last_plot = now
-                update[timeline] = plots.timeline(snapshot)
-                update[bars] = plots.latency_bars(snapshot)
-            yield update
+        try:
+            async for update in _live_updates(ctx, pool, recs, slots, run_mode,
+                                              timeline, bars):
+                yield update
+        finally:  # also on Stop: finished and partial (marked cancelled) results are kept
+            ctx.store_run(recs)
         sess.runs += 1
         for rec in recs:
             m = rec.metrics()
@@ -252,7 +255,6 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
                                  "ttft_ms": m.ttft_ms, "e2e_ms": m.e2e_ms,
                                  "tokens": m.completion_tokens})
         sess.last = [recording_dict(r) for r in recs]
-        ctx.store_run(recs)
         final = _column_updates(slots, recs)
         final.update({timeline: plots.timeline(recs), bars: plots.latency_bars(recs),
                       history_plot: plots.history(sess.history),
@@ -286,6 +288,41 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
 
     save_btn.click(do_save, save_inputs, [save_status, *[c.preset for c in columns]],
                    api_name=False)
+
+
+async def _live_updates(ctx: UIContext, pool: Any, recs: list[Recording], slots: list[Column],
+                        mode: str, timeline: Any, bars: Any):
+    # The requests run on the measuring loop (own thread); this loop only samples them.
+    future = ctx.measure.submit(run_to_end(pool, recs, mode=mode,
+                                           timeout_s=ctx.settings.timeout_s))
+    driver = asyncio.wrap_future(future)
+    seen = [-1] * len(recs)
+    # First figures only after PLOT_INTERVAL_S: the first tokens' text must not queue behind
+    # two plotly renders in the browser.
+    last_plot = time.perf_counter()
+    try:
+        while True:
+            done = driver.done()
+            changed = [i for i, r in enumerate(recs) if r.events != seen[i]]
+            if changed or done:
+                for i in changed:
+                    seen[i] = recs[i].events
+                update = _column_updates([slots[i] for i in changed], [recs[i] for i in changed])
+                now = time.perf_counter()
+                if done or now - last_plot >= PLOT_INTERVAL_S:
+                    last_plot = now
+                    update[timeline] = plots.timeline(recs)
+                    update[bars] = plots.latency_bars(recs)
+                yield update
+            if done:
+                return
+            await asyncio.wait({driver}, timeout=TEXT_INTERVAL_S)
+    finally:
+        if not future.done():  # Stop pressed / browser gone: cancel -> streams close -> abort
+            future.cancel()
+            while not all(r.finished for r in recs):  # bounded by the runner's own cleanup
+                await asyncio.sleep(0.01)
+        await asyncio.gather(driver, return_exceptions=True)
 
 
 def _r(v: float | None) -> float | None:

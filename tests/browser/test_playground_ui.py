@@ -26,7 +26,7 @@ def set_number(page: Page, label: str, value: int) -> None:
 
 def test_compare_seed_default_and_all_optimizations(page: Page) -> None:
     expect(page.locator("#server-status")).to_contain_text("vLLM 0.", timeout=LONG)
-    expect(page.locator("#server-status")).to_contain_text("OFFLINE DEMO MODEL")
+    expect(page.locator("#demo-banner")).to_contain_text("OFFLINE DEMO MODEL")
     pick(page, "preset 1", "seed-default")
     pick(page, "preset 2", "all-optimizations")
     page.get_by_role("button", name="Run", exact=True).click()
@@ -86,3 +86,33 @@ def test_stop_ends_a_long_generation_on_the_server(page: Page, vllm_server: str)
     while running(vllm_server) > 0 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert running(vllm_server) == 0
+
+
+def test_benchmark_tab_runs_an_experiment(page: Page) -> None:
+    page.get_by_role("tab", name="Benchmark").click()
+    pick(page, "experiment (presets/experiments)", "stream-vs-nonstream-fixed")
+    page.get_by_label("examples (empty = experiment's)").fill("2")
+    page.get_by_label("repetitions (empty = experiment's)").fill("1")
+    page.get_by_role("button", name="Run benchmark", exact=True).click()
+    expect(page.locator("#bench-progress")).to_contain_text("done", timeout=LONG)
+    expect(page.locator("#bench-verdicts")).to_contain_text("first visible character")
+    expect(page.locator("#bench-table")).to_contain_text("fixed-64-stream")
+    expect(page.locator("#bench-wait-plot .js-plotly-plot")).to_be_visible()
+    expect(page.locator("#bench-files").get_by_role("cell", name="report.html")).to_be_visible()
+
+
+def test_report_opens_offline_in_chromium(browser, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from playground.report import write_outputs
+
+    from ..unit.test_bench_plan_stats import fake_record
+
+    records = [{"kind": "meta", "experiment": {"name": "offline", "variants": [
+        {"name": "a"}, {"name": "b"}]}}]
+    records += [fake_record(i, "a" if i % 2 else "b", 100.0 + i, 10.0) for i in range(12)]
+    html = write_outputs(records, tmp_path)["html"]
+    ctx = browser.new_context(offline=True)
+    pg = ctx.new_page()
+    pg.goto(html.as_uri())
+    expect(pg.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)
+    assert pg.locator(".js-plotly-plot").count() == 4
+    ctx.close()

@@ -87,3 +87,12 @@ def test_snippets_carry_the_request_and_no_key() -> None:
     body = curl.split("-d '", 1)[1].rstrip("'")
     assert json.loads(body) == req.body()
     assert "${OPENAI_API_KEY:-EMPTY}" in curl
+
+
+def test_nonce_precedes_the_system_prompt() -> None:
+    v = Variant(name="v", prompt=PromptVariant(name="m", text="SYS"))
+    msgs = request.build(v, "hi", "m", nonce="r1-7").kwargs["messages"]
+    assert msgs[0] == {"role": "system", "content": "[r1-7]\nSYS"}
+    assert msgs[1] == {"role": "user", "content": "hi"}
+    bare = request.build(Variant(name="v"), "hi", "m", nonce="x").kwargs["messages"]
+    assert bare == [{"role": "user", "content": "[x]\nhi"}]

@@ -1,0 +1,159 @@
+"""Benchmark experiments: plan (warm-up, repetitions, order, cache policy), run, yield events.
+
+The same runner/client/metrics as the playground, with no UI. Every finished request is
+appended to the run's JSONL as it finishes, so a stopped or killed run keeps what finished.
+Failures are data: they are counted and stored, never raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import random
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import request
+from .client import ClientPool, fetch_server_info
+from .compare import resolve_model
+from .presets import Experiment, load_dataset
+from .runner import Recording, new_recording, run_many
+from .scoring import score
+from .settings import Settings
+from .store import RunFile, RunStore
+from .tables import recording_dict
+
+
+@dataclass(frozen=True)
+class Trial:
+    index: int
+    phase: str  # "warmup" | "timed"
+    variant: str
+    example: int
+    repetition: int
+    nonce: str | None
+
+
+def plan(exp: Experiment, n_examples: int, run_id: str) -> list[Trial]:
+    """Warm-up first, then the timed trials: A B A B ... (rotated per example) or shuffled."""
+    names = [v.name for v in exp.variants]
+    cold = exp.cache == "cold"
+    trials: list[Trial] = []
+    for w in range(exp.warmup):
+        for name in names:
+            trials.append(Trial(len(trials), "warmup", name, w % max(1, n_examples), -1,
+                                f"{run_id} warm {w} {name}" if cold else None))
+    timed: list[Trial] = []
+    for rep in range(exp.repetitions):
+        for ex in range(n_examples):
+            k = (rep * n_examples + ex) % len(names)
+            for name in names[k:] + names[:k]:  # rotate: no variant always goes first
+                timed.append(Trial(0, "timed", name, ex, rep,
+                                   f"{run_id} {len(timed)}" if cold else None))
+    if exp.order == "random":
+        random.Random(exp.seed).shuffle(timed)
+    for t in timed:
+        trials.append(Trial(len(trials), t.phase, t.variant, t.example, t.repetition, t.nonce))
+    return trials
+
+
+@dataclass
+class BenchEvent:
+    kind: str  # "started" | "request" | "finished"
+    done: int = 0
+    total: int = 0
+    record: dict[str, Any] | None = None
+    failed: int = 0
+    path: Path | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _record(trial: Trial, rec: Recording, gold: dict[str, Any] | None) -> dict[str, Any]:
+    out = recording_dict(rec)
+    out.update(trial=trial.index, phase=trial.phase, example=trial.example,
+               repetition=trial.repetition)
+    if (rec.error is None and rec.content and gold is not None) or rec.variant.guided_json:
+        schema = rec.variant.guided_json.json_schema if rec.variant.guided_json else None
+        s = score(rec.content, schema, gold)
+        out["score"] = {"json_valid": s.json_valid, "schema_valid": s.schema_valid,
+                        "fields": s.fields, "field_accuracy": s.field_accuracy}
+    return out
+
+
+def environment(settings: Settings, exp: Experiment, model: str) -> dict[str, Any]:
+    try:
+        info = fetch_server_info(settings.base_url, settings.api_key_value())
+        version, roots = info.version, [m.root for m in info.models]
+    except Exception:  # environment is best-effort metadata
+        version, roots = None, []
+    from .demo_model import is_demo_dir
+
+    return {"experiment": exp.model_dump(mode="json", by_alias=True), "model": model,
+            "base_url": settings.base_url, "vllm_version": version,
+            "demo_model": any(is_demo_dir(r) for r in roots),
+            "machine": f"{platform.machine()} {platform.node()}",
+            "python": platform.python_version()}
+
+
+async def run_experiment(settings: Settings, exp: Experiment, *, run_file: RunFile | None = None,
+                         ) -> AsyncIterator[BenchEvent]:
+    model, _ = resolve_model(settings)
+    rows = load_dataset(settings.presets_dir, exp.dataset, exp.examples)
+    run_id = uuid.uuid4().hex[:8]
+    trials = plan(exp, len(rows), run_id)
+    by_name = {v.name: v for v in exp.variants}
+    recs = []
+    for t in trials:
+        v = by_name[t.variant]
+        req = request.build(v, rows[t.example]["input"], model, nonce=t.nonce)
+        recs.append(new_recording(v, req, v.base_url or settings.base_url))
+    index = {id(r): i for i, r in enumerate(recs)}
+    run_file = run_file or RunStore(settings.runs_dir).new_run("bench")
+    meta = environment(settings, exp, model)
+    run_file.append({"kind": "meta", **meta})
+    n_warm = sum(t.phase == "warmup" for t in trials)
+    yield BenchEvent("started", total=len(trials), path=run_file.path, meta=meta)
+
+    queue: asyncio.Queue[BenchEvent] = asyncio.Queue()
+    failed = 0
+    done = 0
+
+    def on_done(rec: Recording) -> None:
+        nonlocal failed, done
+        t = trials[index[id(rec)]]
+        record = _record(t, rec, rows[t.example].get("gold"))
+        run_file.append({"kind": "request", **record})  # written as it finishes
+        done += 1
+        failed += rec.error is not None and t.phase == "timed"
+        queue.put_nowait(BenchEvent("request", done, len(trials), record, failed))
+
+    pool = ClientPool(settings.api_key_value(), connect_timeout_s=settings.connect_timeout_s,
+                      read_timeout_s=settings.read_timeout_s, timeout_s=settings.timeout_s)
+
+    async def go() -> None:
+        # warm-up sequentially (compiles grammars, fills caches), then the timed trials
+        await run_many(pool, recs[:n_warm], concurrency=1, timeout_s=settings.timeout_s,
+                       on_done=on_done)
+        await run_many(pool, recs[n_warm:], concurrency=exp.concurrency,
+                       timeout_s=settings.timeout_s, on_done=on_done)
+
+    task = asyncio.create_task(go())
+    try:
+        while not (task.done() and queue.empty()):
+            getter = asyncio.ensure_future(queue.get())
+            await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+            if getter.done():
+                yield getter.result()
+            else:
+                getter.cancel()
+        task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await pool.aclose()
+    yield BenchEvent("finished", done, len(trials), failed=failed, path=run_file.path,
+                     meta=meta)

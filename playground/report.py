@@ -1,0 +1,213 @@
+"""A finished (or stopped) benchmark -> summary, comparisons, figures and files.
+
+Works from the run's JSONL records alone, without knowing how they were measured: CSV (one
+row per timed request), JSON (summary + every request) and one self-contained HTML file
+(plotly JS inlined, opens offline).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+import plotly.offline
+
+from .stats import METRICS, compare_medians, describe
+
+CSV_FIELDS = ["trial", "variant", "example", "repetition", "status", "error", "ttft_ms",
+              "ttfa_ms", "visible_wait_ms", "e2e_ms", "tpot_ms", "decode_tok_s",
+              "prompt_tokens", "completion_tokens", "finish_reason", "json_valid",
+              "schema_valid", "field_accuracy"]
+
+
+def split(records: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    meta = next((r for r in records if r.get("kind") == "meta"), {})
+    timed = [r for r in records if r.get("kind") == "request" and r.get("phase") == "timed"]
+    return meta, timed
+
+
+def visible_wait(r: dict[str, Any]) -> float | None:
+    m = r["metrics"]
+    return m["ttft_ms"] if m["ttft_ms"] is not None else m["e2e_ms"]
+
+
+def metric_values(rows: Sequence[dict[str, Any]], metric: str) -> list[float]:
+    ok = [r for r in rows if r["error"] is None]
+    vals = [visible_wait(r) if metric == "visible_wait_ms" else r["metrics"].get(metric)
+            for r in ok]
+    return [v for v in vals if v is not None]
+
+
+def summarize_run(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    meta, timed = split(records)
+    exp = meta.get("experiment", {})
+    names = [v["name"] for v in exp.get("variants", [])] or sorted({r["variant"]["name"]
+                                                                     for r in timed})
+    baseline = exp.get("baseline") or (names[0] if names else None)
+    by = {n: [r for r in timed if r["variant"]["name"] == n] for n in names}
+    variants = {}
+    for n, rows in by.items():
+        scored = [r["score"] for r in rows if r.get("score")]
+        acc = [s["field_accuracy"] for s in scored if s["field_accuracy"] is not None]
+        variants[n] = {
+            "n": len(rows), "failed": sum(r["error"] is not None for r in rows),
+            "metrics": {m: _md(describe(metric_values(rows, m))) for m in METRICS},
+            "json_valid_pct": _pct([s["json_valid"] for s in scored]),
+            "schema_valid_pct": _pct([s["schema_valid"] for s in scored
+                                      if s["schema_valid"] is not None]),
+            "field_exact_pct": 100 * sum(acc) / len(acc) if acc else None,
+        }
+    comparisons = []
+    for n in names:
+        if n == baseline:
+            continue
+        for m in ("visible_wait_ms", "e2e_ms", "ttft_ms"):
+            if m == "ttft_ms" and not (metric_values(by[baseline], m)
+                                       and metric_values(by[n], m)):
+                continue  # TTFT is not observable for a non-streaming side
+            c = compare_medians(metric_values(by[baseline], m), metric_values(by[n], m),
+                                metric=m, names=(baseline, n))
+            comparisons.append(asdict(c))
+    return {"meta": meta, "baseline": baseline, "variants": variants,
+            "comparisons": comparisons, "n_requests": len(timed),
+            "n_failed": sum(r["error"] is not None for r in timed)}
+
+
+def _md(ms: Any) -> dict[str, Any]:
+    return {**asdict(ms.summary), "median_ci": ms.median_ci}
+
+
+def _pct(flags: Sequence[bool]) -> float | None:
+    return 100 * sum(flags) / len(flags) if flags else None
+
+
+# --- figures -------------------------------------------------------------------------------
+
+
+def box_plot(timed: Sequence[dict[str, Any]], metric: str) -> go.Figure:
+    names = sorted({r["variant"]["name"] for r in timed}, key=lambda n: [
+        r["variant"]["name"] for r in timed].index(n))
+    traces = [{"type": "box", "name": n, "y": metric_values(
+        [r for r in timed if r["variant"]["name"] == n], metric), "boxpoints": "all",
+        "jitter": 0.4, "pointpos": 0} for n in names]
+    return go.Figure({"data": traces, "layout": {
+        "title": {"text": f"{METRICS[metric]} per variant (ms; every request is a dot)"},
+        "yaxis": {"title": {"text": "ms"}, "rangemode": "tozero"}, "height": 360,
+        "showlegend": False}}, _validate=False)
+
+
+def accuracy_plot(summary: dict[str, Any]) -> go.Figure:
+    names = list(summary["variants"])
+    traces = [{"type": "bar", "name": label, "x": names,
+               "y": [summary["variants"][n][key] for n in names]}
+              for key, label in (("json_valid_pct", "JSON valid %"),
+                                 ("schema_valid_pct", "schema valid %"),
+                                 ("field_exact_pct", "field exact-match %"))]
+    return go.Figure({"data": traces, "layout": {
+        "title": {"text": "Accuracy per variant"}, "barmode": "group", "height": 360,
+        "yaxis": {"range": [0, 105], "title": {"text": "%"}}}}, _validate=False)
+
+
+def summary_rows(summary: dict[str, Any]) -> list[list[Any]]:
+    rows = []
+    for n, v in summary["variants"].items():
+        def cell(m: str, v: dict[str, Any] = v) -> str:
+            s = v["metrics"][m]
+            if not s["n"]:
+                return "n/a"
+            ci = s["median_ci"]
+            ci_txt = f" [{ci[0]:.0f}-{ci[1]:.0f}]" if ci else ""
+            return f"{s['p50']:.0f}{ci_txt} / {s['p95']:.0f}"
+        rows.append([n, v["n"], v["failed"], cell("ttft_ms"), cell("visible_wait_ms"),
+                     cell("e2e_ms"), _fmt_pct(v["json_valid_pct"]),
+                     _fmt_pct(v["schema_valid_pct"]), _fmt_pct(v["field_exact_pct"])])
+    return rows
+
+
+SUMMARY_HEADERS = ["variant", "n", "failed", "TTFT p50 [95% CI] / p95",
+                   "first char p50 [CI] / p95", "E2E p50 [CI] / p95", "JSON valid",
+                   "schema valid", "fields exact"]
+
+
+def _fmt_pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0f}%"
+
+
+# --- files ---------------------------------------------------------------------------------
+
+
+def csv_rows(timed: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for r in timed:
+        m, s = r["metrics"], r.get("score") or {}
+        out.append({
+            "trial": r["trial"], "variant": r["variant"]["name"], "example": r["example"],
+            "repetition": r["repetition"], "status": r["status"],
+            "error": (r["error"] or {}).get("message"), "ttft_ms": m["ttft_ms"],
+            "ttfa_ms": m["ttfa_ms"], "visible_wait_ms": visible_wait(r),
+            "e2e_ms": m["e2e_ms"], "tpot_ms": m["tpot_ms"], "decode_tok_s": m["decode_tok_s"],
+            "prompt_tokens": m["prompt_tokens"], "completion_tokens": m["completion_tokens"],
+            "finish_reason": r["raw"]["finish_reason"], "json_valid": s.get("json_valid"),
+            "schema_valid": s.get("schema_valid"), "field_accuracy": s.get("field_accuracy"),
+        })
+    return out
+
+
+def write_outputs(records: Sequence[dict[str, Any]], out_dir: Path) -> dict[str, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = summarize_run(records)
+    _, timed = split(records)
+    paths = {"csv": out_dir / "requests.csv", "json": out_dir / "results.json",
+             "html": out_dir / "report.html"}
+    with paths["csv"].open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        w.writeheader()
+        w.writerows(csv_rows(timed))
+    paths["json"].write_text(json.dumps({"summary": summary, "requests": timed},
+                                        ensure_ascii=False, indent=1, default=str), "utf-8")
+    paths["html"].write_text(html_report(summary, timed), "utf-8")
+    return paths
+
+
+def html_report(summary: dict[str, Any], timed: Sequence[dict[str, Any]]) -> str:
+    meta = summary["meta"]
+    exp = meta.get("experiment", {})
+    figs = [box_plot(timed, "visible_wait_ms"), box_plot(timed, "ttft_ms"),
+            box_plot(timed, "e2e_ms"), accuracy_plot(summary)]
+    divs = "\n".join(plotly.offline.plot(f, output_type="div", include_plotlyjs=False)
+                     for f in figs)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in SUMMARY_HEADERS)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+                   for row in summary_rows(summary))
+    verdicts = "".join(f"<li>{html.escape(c['verdict'])}</li>" for c in summary["comparisons"])
+    demo = ("<p class='warn'>Served by the OFFLINE DEMO MODEL (random weights): its text is "
+            "meaningless, so accuracy numbers say nothing about Qwen3; its timings are the "
+            "architecture's real timings.</p>" if meta.get("demo_model") else "")
+    env = html.escape(json.dumps({k: meta.get(k) for k in (
+        "model", "base_url", "vllm_version", "machine", "demo_model")}, ensure_ascii=False))
+    method = (f"{exp.get('repetitions')} repetition(s) over {exp.get('examples') or 'all'} "
+              f"example(s) of data set '{exp.get('dataset')}', {exp.get('warmup')} untimed "
+              f"warm-up request(s) per variant, order {exp.get('order')}, concurrency "
+              f"{exp.get('concurrency')}, cache policy {exp.get('cache')} "
+              "(cold = a unique first line per request, so no prefix-cache hits). Medians "
+              "with bootstrap 95% CIs; a difference is called only when its CI excludes 0.")
+    return f"""<!doctype html><html><head><meta charset="utf-8">
+<title>{html.escape(exp.get('name', 'benchmark'))} -- qwen-latency-lab</title>
+<script>{plotly.offline.get_plotlyjs()}</script>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:4px 8px}}.warn{{background:#fff4e5;padding:8px}}</style>
+</head><body>
+<h1>{html.escape(exp.get('name', 'benchmark'))}</h1><p>{html.escape(exp.get('description', ''))}</p>
+{demo}
+<h2>Verdicts (baseline: {html.escape(str(summary['baseline']))})</h2><ul>{verdicts}</ul>
+<h2>Summary (ms)</h2><table><tr>{head}</tr>{body}</table>
+<p>{summary['n_requests']} timed requests, {summary['n_failed']} failed.</p>
+{divs}
+<h2>Method</h2><p>{html.escape(method)}</p><h2>Environment</h2><pre>{env}</pre>
+</body></html>"""

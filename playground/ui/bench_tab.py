@@ -1,0 +1,147 @@
+"""The Benchmark tab: run an experiment with live progress, plots and table; past runs."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from ..bench import BenchEvent, run_experiment
+from ..errors import PlaygroundError
+from ..presets import load_experiment
+from ..report import (
+    SUMMARY_HEADERS,
+    accuracy_plot,
+    box_plot,
+    split,
+    summarize_run,
+    summary_rows,
+    write_outputs,
+)
+from ..store import RunStore, read_run
+from .context import UIContext
+
+REFRESH_S = 1.0
+
+
+def _experiments(ctx: UIContext) -> list[str]:
+    return sorted(p.stem for p in (ctx.settings.presets_dir / "experiments").glob("*.yaml"))
+
+
+def _runs(ctx: UIContext) -> list[str]:
+    return [str(p) for p in RunStore(ctx.settings.runs_dir).list_runs("bench")]
+
+
+def _views(records: list[dict[str, Any]]) -> tuple[list[list[Any]], str, Any, Any, Any]:
+    summary = summarize_run(records)
+    _, timed = split(records)
+    verdicts = "\n".join(f"- {c['verdict']}" for c in summary["comparisons"]) or "_no data_"
+    if summary["meta"].get("demo_model"):
+        verdicts += ("\n\n⚠️ Offline demo model (random weights): accuracy is meaningless, "
+                     "timings are real.")
+    return (summary_rows(summary), verdicts, box_plot(timed, "visible_wait_ms"),
+            box_plot(timed, "e2e_ms"), accuracy_plot(summary))
+
+
+def build(ctx: UIContext) -> None:
+    with gr.Row():
+        experiment = gr.Dropdown(_experiments(ctx), value="seed-vs-optimized",
+                                 label="experiment (presets/experiments)", scale=3)
+        examples = gr.Number(None, label="examples (empty = experiment's)", precision=0)
+        reps = gr.Number(None, label="repetitions (empty = experiment's)", precision=0)
+        run_btn = gr.Button("Run benchmark", variant="primary")
+        stop_btn = gr.Button("Stop", variant="stop")
+    progress = gr.Markdown("", elem_id="bench-progress")
+    verdicts = gr.Markdown("", elem_id="bench-verdicts")
+    table = gr.Dataframe(headers=SUMMARY_HEADERS, interactive=False, elem_id="bench-table")
+    with gr.Row():
+        wait_plot = gr.Plot(label="first visible character", elem_id="bench-wait-plot")
+        e2e_plot = gr.Plot(label="E2E")
+    acc_plot = gr.Plot(label="accuracy")
+    files = gr.File(label="exports (CSV, JSON, HTML report)", file_count="multiple",
+                    elem_id="bench-files")
+    with gr.Accordion("Past runs", open=False):
+        with gr.Row():
+            run_a = gr.Dropdown(_runs(ctx), label="run A", allow_custom_value=False, scale=3)
+            run_b = gr.Dropdown(_runs(ctx), label="run B", allow_custom_value=False, scale=3)
+            refresh = gr.Button("Refresh")
+            show = gr.Button("Show / compare")
+        past = gr.Markdown("")
+
+    view_outputs = [table, verdicts, wait_plot, e2e_plot, acc_plot]
+
+    async def do_run(name: str, n_examples: float | None, n_reps: float | None):
+        try:
+            exp = load_experiment(ctx.settings.presets_dir / "experiments" / f"{name}.yaml",
+                                  ctx.library)
+            update = {k: int(v) for k, v in (("examples", n_examples),
+                                              ("repetitions", n_reps)) if v}
+            exp = exp.model_validate({**exp.model_dump(by_alias=True), **update})
+        except (PlaygroundError, ValueError) as e:
+            raise gr.Error(str(e)) from None
+        events: queue.Queue[BenchEvent] = queue.Queue()
+
+        async def pump() -> None:  # on the measuring loop: nothing here waits on the UI
+            async for ev in run_experiment(ctx.settings, exp):
+                events.put(ev)
+
+        future = ctx.measure.submit(pump())
+        path: Path | None = None
+        last = 0.0
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                latest = None
+                while not events.empty():
+                    latest = events.get_nowait()
+                    if latest.path is not None:
+                        path = latest.path
+                finished = future.done() and events.empty()
+                if latest is not None and path is not None and (
+                        finished or loop.time() - last >= REFRESH_S):
+                    last = loop.time()
+                    bar = (f"<progress value='{latest.done}' max='{latest.total}'></progress> "
+                           f"{latest.done}/{latest.total} requests · failed {latest.failed}"
+                           f" · run file `{path}`")
+                    yield dict(zip([progress, *view_outputs],
+                                   [bar, *_views(read_run(path))], strict=True))
+                if finished:
+                    break
+                await asyncio.sleep(0.1)
+            future.result()  # surfaces a failure to start (e.g. server unreachable)
+        except PlaygroundError as e:
+            raise gr.Error(str(e)) from None
+        finally:
+            if not future.done():  # Stop: cancel; finished requests stay in the JSONL
+                future.cancel()
+        if path is not None:
+            out = write_outputs(read_run(path), path.with_suffix(""))
+            yield {progress: f"✅ done: {path}", files: [str(p) for p in out.values()],
+                   run_a: gr.update(choices=_runs(ctx)), run_b: gr.update(choices=_runs(ctx))}
+
+    ev = run_btn.click(do_run, [experiment, examples, reps],
+                       [progress, *view_outputs, files, run_a, run_b], api_name=False,
+                       concurrency_limit=ctx.concurrency_limit, concurrency_id="bench")
+    stop_btn.click(None, None, None, cancels=[ev], api_name=False)
+
+    refresh.click(lambda: [gr.update(choices=_runs(ctx))] * 2, None, [run_a, run_b],
+                  api_name=False)
+
+    def do_show(a: str | None, b: str | None) -> dict[Any, Any]:
+        chosen = [p for p in (a, b) if p]
+        if not chosen:
+            return {past: "pick a run"}
+        parts = []
+        for p in chosen:
+            records = read_run(Path(p))
+            rows, verdict_md, *_ = _views(records)
+            head = "| " + " | ".join(SUMMARY_HEADERS) + " |\n|" + "---|" * len(SUMMARY_HEADERS)
+            body = "\n".join("| " + " | ".join(str(c) for c in r) + " |" for r in rows)
+            parts.append(f"#### {Path(p).name}\n{verdict_md}\n\n{head}\n{body}")
+        out = write_outputs(read_run(Path(chosen[0])), Path(chosen[0]).with_suffix(""))
+        return {past: "\n\n".join(parts), files: [str(x) for x in out.values()]}
+
+    show.click(do_show, [run_a, run_b], [past, files], api_name=False)

@@ -1,0 +1,113 @@
+"""Benchmarks end to end against the real server: files agree; a killed run keeps its lines."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from playground.store import read_run
+
+pytestmark = pytest.mark.server
+
+SMALL = """\
+name: small
+variants:
+  - fixed-64-nonstream
+  - name: short-stream
+    stream: true
+    max_tokens: 16
+    ignore_eos: true
+    temperature: 0
+    prompt: minimal
+  - all-optimizations
+baseline: fixed-64-nonstream
+examples: 3
+repetitions: 1
+warmup: 1
+"""
+
+
+def bench(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "playground.cli", "bench", *args],
+                          capture_output=True, text=True, timeout=600, env=env)
+
+
+def test_bench_writes_consistent_files(vllm_server: str, tmp_path: Path) -> None:
+    (tmp_path / "small.yaml").write_text(SMALL)
+    env = {**os.environ, "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
+    out = bench([str(tmp_path / "small.yaml"), "--base-url", vllm_server, "--out",
+                 str(tmp_path / "out")], env)
+    assert out.returncode == 0, out.stderr
+    assert "3/12" in out.stderr or "12/12" in out.stderr  # progress
+    with (tmp_path / "out" / "requests.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 9  # 3 variants x 3 examples (warm-up excluded)
+    result = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert len(result["requests"]) == 9
+    for name, v in result["summary"]["variants"].items():
+        assert v["n"] == 3 and v["failed"] == 0, name
+        m = v["metrics"]["e2e_ms"]
+        lo, hi = m["median_ci"]
+        assert lo <= m["p50"] <= hi
+    opt = result["summary"]["variants"]["all-optimizations"]
+    assert opt["json_valid_pct"] == 100 and opt["schema_valid_pct"] == 100
+    assert opt["field_exact_pct"] is not None
+    assert "first visible character" in out.stdout
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "Plotly" in html and "OFFLINE DEMO MODEL" in html
+    runs = list((tmp_path / "runs" / "bench").glob("*.jsonl"))
+    assert len(runs) == 1 and len(read_run(runs[0])) == 1 + 12  # meta + every request
+    # listed and comparable from the CLI
+    listed = subprocess.run([sys.executable, "-m", "playground.cli", "runs", "list"],
+                            capture_output=True, text=True, env=env, timeout=60)
+    assert str(runs[0]) in listed.stdout
+    cmp = subprocess.run([sys.executable, "-m", "playground.cli", "runs", "compare",
+                          str(runs[0]), str(runs[0])], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert cmp.returncode == 0 and cmp.stdout.count("all-optimizations") >= 2
+
+
+def test_failed_requests_give_a_nonzero_exit_with_a_count(vllm_server: str,
+                                                          tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(
+        "name: bad\nvariants:\n  - {name: too-long, max_tokens: 50000}\n"
+        "examples: 2\nwarmup: 0\n")
+    env = {**os.environ, "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
+    out = bench([str(tmp_path / "bad.yaml"), "--base-url", vllm_server, "--out",
+                 str(tmp_path / "o")], env)
+    assert out.returncode == 1
+    assert "2 timed request(s) failed" in out.stderr
+
+
+def test_killed_benchmark_leaves_a_readable_jsonl(vllm_server: str, tmp_path: Path) -> None:
+    (tmp_path / "long.yaml").write_text(
+        "name: long\nvariants: [fixed-64-stream]\nrepetitions: 20\nexamples: 5\nwarmup: 0\n")
+    runs = tmp_path / "runs"
+    env = {**os.environ, "PLAYGROUND_RUNS_DIR": str(runs)}
+    proc = subprocess.Popen([sys.executable, "-m", "playground.cli", "bench",
+                             str(tmp_path / "long.yaml"), "--base-url", vllm_server],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    path = None
+    while time.monotonic() < deadline:
+        files = list((runs / "bench").glob("*.jsonl")) if (runs / "bench").exists() else []
+        if files and len(files[0].read_text().splitlines()) >= 4:
+            path = files[0]
+            break
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert path is not None
+    lines = path.read_text().splitlines()
+    records = [json.loads(line) for line in lines]  # every line is complete JSON
+    requests = [r for r in records if r["kind"] == "request"]
+    assert 3 <= len(requests) < 100
+    assert all(r["metrics"]["completion_tokens"] == 64 for r in requests)

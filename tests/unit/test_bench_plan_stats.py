@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+import csv
+import random
+from pathlib import Path
+
+import pytest
+
+from playground.bench import plan
+from playground.errors import PresetError
+from playground.presets import PresetLibrary, experiment_from_dict, load_experiment
+from playground.report import summarize_run, write_outputs
+from playground.settings import REPO_ROOT
+from playground.stats import compare_medians
+
+LIB = PresetLibrary(REPO_ROOT / "presets")
+
+
+def test_shipped_experiments_load() -> None:
+    paths = sorted((REPO_ROOT / "presets" / "experiments").glob("*.yaml"))
+    assert paths
+    for p in paths:
+        exp = load_experiment(p, LIB)
+        assert exp.baseline_name in [v.name for v in exp.variants]
+        assert exp.cache == "cold"
+
+
+@pytest.mark.parametrize(("data", "field", "fragment"), [
+    ({"name": "x", "variants": ["nope"]}, "variants.0", "unknown preset"),
+    ({"name": "x", "variants": ["streaming"], "baseline": "greedy"}, "(file)", "baseline"),
+    ({"name": "x", "variants": ["streaming"], "repetitions": 0}, "repetitions",
+     "greater than or equal to 1"),
+    ({"name": "x", "variants": ["streaming"], "order": "zigzag"}, "order", "interleaved"),
+    ({"name": "x", "variants": ["streaming"], "cache": "lukewarm"}, "cache", "cold"),
+    ({"name": "x", "variants": ["streaming"], "dataset": "../../etc"}, "dataset", "plain name"),
+    ({"name": "x", "variants": ["streaming"], "reps": 3}, "reps", "unknown key"),
+    ({"name": "x", "variants": [{"name": "a", "prompt": "nope"}]}, "variants.0.prompt",
+     "unknown prompt"),
+    ({"name": "x", "variants": ["streaming", "streaming"]}, "(file)", "unique"),
+])
+def test_bad_experiment_names_field(data: dict, field: str, fragment: str) -> None:
+    with pytest.raises(PresetError) as exc:
+        experiment_from_dict(data, LIB, source="e.yaml")
+    assert exc.value.field == field
+    assert fragment in str(exc.value)
+
+
+def exp(**kw: object):
+    base: dict[str, object] = {"name": "e", "variants": ["seed-default", "streaming",
+                                                         "greedy"]}
+    base.update(kw)
+    return experiment_from_dict(base, LIB, source="t")
+
+
+def test_plan_interleaves_with_rotation_and_warmup_first() -> None:
+    trials = plan(exp(repetitions=2, warmup=1), 3, "r")
+    warm = [t for t in trials if t.phase == "warmup"]
+    timed = [t for t in trials if t.phase == "timed"]
+    assert [t.variant for t in warm] == ["seed-default", "streaming", "greedy"]
+    assert trials[:3] == warm
+    assert len(timed) == 2 * 3 * 3
+    firsts = [timed[i].variant for i in range(0, len(timed), 3)]
+    assert len(set(firsts)) == 3  # no variant always goes first
+    for i in range(0, len(timed), 3):  # each block of 3 = all variants, one example
+        block = timed[i:i + 3]
+        assert {t.variant for t in block} == {"seed-default", "streaming", "greedy"}
+        assert len({t.example for t in block}) == 1
+    assert [t.index for t in trials] == list(range(len(trials)))
+
+
+def test_cold_cache_nonces_are_unique_and_warm_has_none() -> None:
+    nonces = [t.nonce for t in plan(exp(repetitions=3), 4, "run1")]
+    assert None not in nonces and len(set(nonces)) == len(nonces)
+    assert all(t.nonce is None for t in plan(exp(cache="warm"), 4, "r"))
+
+
+def test_random_order_is_a_seeded_permutation() -> None:
+    a = plan(exp(order="random", seed=3, repetitions=2), 4, "r")
+    b = plan(exp(order="random", seed=3, repetitions=2), 4, "r")
+    inter = plan(exp(repetitions=2), 4, "r")
+    assert [(t.variant, t.example) for t in a] == [(t.variant, t.example) for t in b]
+    assert sorted((t.variant, t.example, t.repetition) for t in a) == sorted(
+        (t.variant, t.example, t.repetition) for t in inter)
+    assert [t.variant for t in a] != [t.variant for t in inter]
+
+
+def test_verdicts_clear_win_loss_and_noise() -> None:
+    rng = random.Random(1)
+    base = [1000 + rng.gauss(0, 20) for _ in range(30)]
+    fast = [600 + rng.gauss(0, 20) for _ in range(30)]
+    same = [1000 + rng.gauss(0, 20) for _ in range(30)]
+    win = compare_medians(base, fast, metric="e2e_ms", names=("A", "B"))
+    assert win.diff_ci is not None and win.diff_ci[1] < 0
+    assert "B is" in win.verdict and "faster" in win.verdict
+    assert win.speedup is not None and 1.5 < win.speedup < 1.8
+    loss = compare_medians(fast, base, metric="e2e_ms", names=("B", "A"))
+    assert "slower" in loss.verdict
+    noise = compare_medians(base, same, metric="e2e_ms", names=("A", "C"))
+    assert "no detectable difference" in noise.verdict
+    assert noise.diff_ci is not None and noise.diff_ci[0] <= 0 <= noise.diff_ci[1]
+    assert "not enough data" in compare_medians([1.0], [2.0], metric="e2e_ms",
+                                                names=("A", "B")).verdict
+
+
+def fake_record(trial: int, name: str, e2e: float, ttft: float | None,
+                error: str | None = None) -> dict:
+    return {"kind": "request", "phase": "timed", "trial": trial, "example": 0,
+            "repetition": 0, "status": "error" if error else "done",
+            "variant": {"name": name}, "error": {"message": error} if error else None,
+            "raw": {"finish_reason": "length"},
+            "metrics": {"ttft_ms": ttft, "ttfa_ms": ttft, "e2e_ms": e2e, "tpot_ms": None,
+                        "decode_tok_s": None, "prompt_tokens": 5, "completion_tokens": 8},
+            "score": {"json_valid": True, "schema_valid": None, "fields": {},
+                      "field_accuracy": None}}
+
+
+def test_report_files_are_consistent(tmp_path: Path) -> None:
+    records = [{"kind": "meta", "experiment": {"name": "t", "variants": [{"name": "a"},
+                                                                           {"name": "b"}],
+                                               "baseline": "a"}}]
+    records += [fake_record(i, "a", 1000 + i, None) for i in range(10)]
+    records += [fake_record(10 + i, "b", 900 + i, 50 + i) for i in range(10)]
+    records.append(fake_record(99, "b", 0, None, error="boom"))
+    records.append({**fake_record(100, "a", 5, None), "phase": "warmup"})
+    paths = write_outputs(records, tmp_path)
+    with paths["csv"].open() as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 21  # timed requests only, failures included
+    s = summarize_run(records)
+    assert s["n_failed"] == 1 and s["variants"]["b"]["failed"] == 1
+    for v in s["variants"].values():
+        m = v["metrics"]["e2e_ms"]
+        lo, hi = m["median_ci"]
+        assert lo <= m["p50"] <= hi
+    html = paths["html"].read_text()
+    assert "Plotly" in html and "<script src=" not in html  # inlined, works offline
