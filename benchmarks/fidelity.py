@@ -2,8 +2,10 @@
 
 Runs both tools against the same server, in alternating blocks (bench, ours, bench, ours) of
 unique prompts (no prefix-cache hits across blocks), and prints median TTFT and TPOT of each
-and their ratio. With --enable-per-request-metrics on the server it also prints client TTFT
-minus server TTFT (transport + HTTP + client parsing). Targets (MEASUREMENT.md): ratios
+and their ratio, and request throughput (for the "runner is never the bottleneck" target at
+concurrency 32: at least 95% of vllm bench's). With --enable-per-request-metrics on the
+server it also prints client TTFT minus server TTFT (transport + HTTP + client parsing).
+Targets (MEASUREMENT.md): ratios
 within 5%, overhead p50 at most 2 ms.
 
     python benchmarks/fidelity.py                      # starts the CPU demo server itself
@@ -19,6 +21,7 @@ import platform
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -75,7 +78,9 @@ def ours(base_url: str, model: str, texts: list[str], output_len: int, concurren
         finally:
             await pool.aclose()
 
+    t0 = time.perf_counter()
     asyncio.run(go())
+    wall_s = time.perf_counter() - t0
     failed = [r for r in recs if r.error is not None]
     if failed:
         raise SystemExit(f"{len(failed)} requests failed, first: {failed[0].error}")
@@ -87,6 +92,7 @@ def ours(base_url: str, model: str, texts: list[str], output_len: int, concurren
     return {
         "ttft": [m.ttft_ms for m in ms], "first_chunk": [m.first_chunk_ms for m in ms],
         "tpot": [m.tpot_ms for m in ms if m.tpot_ms is not None], "overhead": overhead,
+        "throughput": [len(recs) / wall_s],
     }
 
 
@@ -118,12 +124,15 @@ def main() -> int:
         # warm-up: both paths, outside the timed blocks
         vllm_bench(base_url, model, tokenizer, prompts(-1, 4), a.output_len, a.concurrency)
         ours(base_url, model, prompts(-2, 4), a.output_len, a.concurrency)
-        b_ttft, b_tpot, o = [], [], {"ttft": [], "first_chunk": [], "tpot": [], "overhead": []}
+        b_ttft, b_tpot, b_thr = [], [], []
+        o: dict[str, list] = {"ttft": [], "first_chunk": [], "tpot": [], "overhead": [],
+                              "throughput": []}
         for blk in range(a.blocks):
             texts = prompts(2 * blk, a.num_prompts)
             r = vllm_bench(base_url, model, tokenizer, texts, a.output_len, a.concurrency)
             b_ttft.append(r["median_ttft_ms"])
             b_tpot.append(r["median_tpot_ms"])
+            b_thr.append(r["request_throughput"])
             mine = ours(base_url, model, prompts(2 * blk + 1, a.num_prompts), a.output_len,
                         a.concurrency)
             for k in o:
@@ -143,9 +152,12 @@ def main() -> int:
         "ours_median_first_chunk_ms": median(o["first_chunk"]),
         "ours_median_tpot_ms": median(o["tpot"]),
         "overhead_p50_ms": median(o["overhead"]) if o["overhead"] else None,
+        "vllm_bench_req_s": statistics.median(b_thr),
+        "ours_req_s": statistics.median(o["throughput"]),
     }
     result["ttft_ratio"] = result["ours_median_ttft_ms"] / result["vllm_bench_median_ttft_ms"]
     result["tpot_ratio"] = result["ours_median_tpot_ms"] / result["vllm_bench_median_tpot_ms"]
+    result["throughput_ratio"] = result["ours_req_s"] / result["vllm_bench_req_s"]
     print(f"\nfidelity on {result['machine']}, vLLM {result['vllm']}, concurrency "
           f"{a.concurrency}, {a.output_len} output tokens, n={result['n_per_tool']} per tool")
     print(f"{'':22}{'vllm bench serve':>18}{'playground':>12}{'ratio':>8}")
@@ -153,6 +165,8 @@ def main() -> int:
           f"{result['ours_median_ttft_ms']:12.2f}{result['ttft_ratio']:8.3f}")
     print(f"{'median TPOT (ms)':22}{result['vllm_bench_median_tpot_ms']:18.2f}"
           f"{result['ours_median_tpot_ms']:12.2f}{result['tpot_ratio']:8.3f}")
+    print(f"{'request throughput/s':22}{result['vllm_bench_req_s']:18.2f}"
+          f"{result['ours_req_s']:12.2f}{result['throughput_ratio']:8.3f}")
     if result["overhead_p50_ms"] is not None:
         print(f"client TTFT - server TTFT, p50: {result['overhead_p50_ms']:.2f} ms "
               "(server TTFT = per-request metrics, from scheduling)")
