@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import platform
 import random
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -19,9 +20,12 @@ from typing import Any
 from . import request
 from .client import ClientPool, fetch_server_info
 from .compare import resolve_model
+from .embedded import server_config
+from .errors import ValidationFailed
 from .presets import Experiment, load_dataset
 from .runner import Recording, new_recording, run_many
 from .scoring import score
+from .server import ManagedServer, load_server_presets
 from .settings import Settings
 from .store import RunFile, RunStore
 from .tables import recording_dict
@@ -98,9 +102,57 @@ def environment(settings: Settings, exp: Experiment, model: str) -> dict[str, An
             "python": platform.python_version()}
 
 
+async def start_variant_servers(settings: Settings, exp: Experiment
+                                ) -> dict[str, ManagedServer]:
+    """One managed server per distinct server preset named by a variant, all at once, each on
+    a free port; returns {preset name: server}. Stops what it started if one fails."""
+    names = sorted({v.server for v in exp.variants if v.server})
+    if not names:
+        return {}
+    presets, _ = load_server_presets(settings.presets_dir)
+    unknown = [n for n in names if n not in presets]
+    if unknown:
+        raise ValidationFailed("server", f"unknown server preset(s) {unknown}; known: "
+                               + ", ".join(sorted(presets)))
+    servers: dict[str, ManagedServer] = {}
+    try:
+        for name in names:
+            port = free_port()
+            config = presets[name].apply(server_config(settings, port)[0])
+            server = ManagedServer(config, settings.cache_dir / "logs" / f"bench-{name}.log")
+            server.start()
+            servers[name] = server
+        await asyncio.gather(*(asyncio.to_thread(s.wait_ready) for s in servers.values()))
+    except BaseException:
+        for server in servers.values():
+            server.stop()
+        raise
+    return servers
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 async def run_experiment(settings: Settings, exp: Experiment, *, run_file: RunFile | None = None,
                          ) -> AsyncIterator[BenchEvent]:
-    model, _ = resolve_model(settings)
+    servers = await start_variant_servers(settings, exp)
+    try:
+        async for ev in _run(settings, exp, servers, run_file):
+            yield ev
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedServer],
+               run_file: RunFile | None) -> AsyncIterator[BenchEvent]:
+    first = exp.variants[0]
+    first_url = servers[first.server].config.base_url if first.server else first.base_url
+    model, _ = resolve_model(settings.model_copy(update={"base_url": first_url})
+                             if first_url else settings)
     rows = load_dataset(settings.presets_dir, exp.dataset, exp.examples)
     run_id = uuid.uuid4().hex[:8]
     trials = plan(exp, len(rows), run_id)
@@ -109,10 +161,13 @@ async def run_experiment(settings: Settings, exp: Experiment, *, run_file: RunFi
     for t in trials:
         v = by_name[t.variant]
         req = request.build(v, rows[t.example]["input"], model, nonce=t.nonce)
-        recs.append(new_recording(v, req, v.base_url or settings.base_url))
+        url = servers[v.server].config.base_url if v.server else v.base_url
+        recs.append(new_recording(v, req, url or settings.base_url))
     index = {id(r): i for i, r in enumerate(recs)}
     run_file = run_file or RunStore(settings.runs_dir).new_run("bench")
     meta = environment(settings, exp, model)
+    meta["servers"] = {name: {"base_url": s.config.base_url, "command": s.command()}
+                       for name, s in servers.items()}
     run_file.append({"kind": "meta", **meta})
     n_warm = sum(t.phase == "warmup" for t in trials)
     yield BenchEvent("started", total=len(trials), path=run_file.path, meta=meta)
@@ -125,6 +180,7 @@ async def run_experiment(settings: Settings, exp: Experiment, *, run_file: RunFi
         nonlocal failed, done
         t = trials[index[id(rec)]]
         record = _record(t, rec, rows[t.example].get("gold"))
+        record["server_preset"] = rec.variant.server  # which config served this request
         run_file.append({"kind": "request", **record})  # written as it finishes
         done += 1
         failed += rec.error is not None and t.phase == "timed"

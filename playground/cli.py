@@ -17,7 +17,7 @@ from pathlib import Path
 from . import demo_model
 from .client import fetch_server_info
 from .compare import compare
-from .errors import PlaygroundError
+from .errors import PlaygroundError, ValidationFailed
 from .presets import PresetLibrary, Variant, load_yaml, variant_from_dict
 from .runner import Recording
 from .settings import Settings
@@ -89,11 +89,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from .embedded import ensure_server
+    from .server import load_server_presets
 
     settings = _settings(args)
-    server = ensure_server(settings, log=lambda m: print(m, file=sys.stderr))
+    preset = None
+    if args.preset:
+        presets, errors = load_server_presets(settings.presets_dir)
+        for e in errors:
+            print(f"warning: {e}", file=sys.stderr)
+        if args.preset not in presets:
+            raise ValidationFailed("server preset", f"unknown {args.preset!r}; known: "
+                                   + ", ".join(sorted(presets)))
+        preset = presets[args.preset]
+    server = ensure_server(settings, log=lambda m: print(m, file=sys.stderr), preset=preset,
+                           model=args.serve_model or args.model)
+    if server.managed is not None:
+        print("effective command: " + " ".join(server.managed.command()), file=sys.stderr)
     print(f"vLLM ready at {server.base_url}. {server.model_note} Ctrl-C stops it.",
-          file=sys.stderr)
+          file=sys.stderr, flush=True)
     try:
         signal.sigwait({signal.SIGINT, signal.SIGTERM})
     finally:
@@ -196,6 +209,10 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="start (or reuse) a local vLLM server and keep it running")
     _connection_args(p)
+    p.add_argument("preset", nargs="?", help="server preset from presets/servers/ (e.g. "
+                   "recommended, eager, seed-000)")
+    p.add_argument("--serve-model", help="model to serve (path or hub id; default: "
+                   "Qwen/Qwen3-0.6B if available, else the offline demo model)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("demo-model", help="build the offline demo model directory")

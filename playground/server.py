@@ -118,13 +118,17 @@ class ManagedServer:
         return [self.python, "-m", ENTRYPOINT, *self.config.args()]
 
     def start(self) -> None:
+        """Start (from a long-lived thread: on Linux the server is told to exit when the
+        starting thread dies, so even a SIGKILLed app leaves no vLLM behind)."""
         if self.proc is not None and self.proc.poll() is None:
             return
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
+        log.write(f"\n==== {time.strftime('%F %T')} {' '.join(self.command())}\n".encode())
+        log.flush()
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=self.config.env(),
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=_die_with_parent)
         log.close()
 
     def wait_ready(self, timeout_s: float = 600.0, poll_s: float = 1.0) -> None:
@@ -179,6 +183,15 @@ class ManagedServer:
         self.stop()
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the parent goes away (Linux prctl)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
@@ -194,3 +207,48 @@ def cpu_demo_config(model_dir: Path, port: int = 8000, **overrides: object) -> S
     )
     base.update(overrides)
     return ServerConfig.model_validate(base)
+
+
+# ---------------------------------------------------------------------------------------------
+# server presets (presets/servers/*.yaml): flags applied on top of the machine's base config
+
+
+class ServerPreset(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = ""
+    flags: dict[str, object] = {}
+
+    def apply(self, base: ServerConfig) -> ServerConfig:
+        flags = dict(self.flags)
+        if base.cpu_kv_cache_gib is not None:
+            # On the CPU backend the memory fraction is of system RAM: keep the base's setting
+            flags.pop("gpu_memory_utilization", None)
+        return ServerConfig.model_validate({**base.model_dump(), **flags})
+
+
+def load_server_presets(presets_dir: Path) -> tuple[dict[str, ServerPreset], list[str]]:
+    """All server presets, and readable errors (file, field, reason) for the bad ones."""
+    from pydantic import ValidationError
+
+    from .presets import PresetError, first_error, load_yaml
+
+    presets: dict[str, ServerPreset] = {}
+    errors: list[str] = []
+    for path in sorted((presets_dir / "servers").glob("*.yaml")):
+        try:
+            data = load_yaml(path)
+            if not isinstance(data, dict):
+                raise PresetError("(file)", "expected a mapping", source=str(path))
+            flags = {k: v for k, v in data.items() if k not in ("name", "description")}
+            preset = ServerPreset(name=data.get("name", path.stem),
+                                  description=data.get("description", ""), flags=flags)
+            preset.apply(ServerConfig(model="check"))  # validates every flag
+            presets[preset.name] = preset
+        except PresetError as e:
+            errors.append(str(e))
+        except ValidationError as e:
+            field, reason = first_error(e)
+            errors.append(str(PresetError(field, reason, source=str(path))))
+    return presets, errors

@@ -11,6 +11,7 @@ from ..client import ClientPool
 from ..measure_loop import MeasureLoop
 from ..presets import PresetLibrary
 from ..runner import Recording
+from ..server import ManagedServer
 from ..settings import Settings
 from ..store import RunStore
 from ..tables import recording_dict
@@ -36,6 +37,7 @@ class UIContext:
     examples: list[str] = field(default_factory=list)
     concurrency_limit: int = 16
     measure: MeasureLoop = field(default_factory=MeasureLoop)
+    servers: dict[int, ManagedServer] = field(default_factory=dict)  # Server tab, by port
     _pools: dict[str, ClientPool] = field(default_factory=dict)
 
     @classmethod
@@ -61,3 +63,7 @@ class UIContext:
         run = RunStore(self.settings.runs_dir).new_run("playground")
         for rec in recs:
             run.append(recording_dict(rec))
+
+    def stop_servers(self) -> None:
+        for server in self.servers.values():
+            server.stop()

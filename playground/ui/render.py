@@ -40,7 +40,24 @@ def metrics_md(rec: Recording, now: float | None = None) -> str:
         line = "**stopped** (partial output kept) · " + line
     if rec.raw.finish_reason:
         line += f" · finish: `{rec.raw.finish_reason}`"
+    server = server_share(rec)
+    if server:
+        line += "\n\n" + server
     return line
+
+
+def server_share(rec: Recording) -> str:
+    """The server's own numbers (--enable-per-request-metrics) next to the client's E2E."""
+    sm = rec.raw.server_metrics or {}
+    e2e = rec.metrics().e2e_ms
+    queue, gen = sm.get("queue_time_ms"), sm.get("generation_time_ms")
+    if e2e is None or queue is None or gen is None:
+        return ""
+    rest = e2e - queue - gen
+    ttft = sm.get("time_to_first_token_ms")
+    ttft_txt = f" (of which first token {fmt_ms(ttft)})" if ttft is not None else ""
+    return (f"🖥️ server: queue {fmt_ms(queue)} · generation {fmt_ms(gen)}{ttft_txt} · "
+            f"rest (HTTP, API server, transport, client) {fmt_ms(rest)}")
 
 
 def badge_md(rec: Recording) -> str:

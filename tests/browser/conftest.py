@@ -52,8 +52,13 @@ def app_url(vllm_server: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
             time.sleep(0.5)
         yield url
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        proc.terminate()  # the app stops the servers it started, then exits
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+            raise
 
 
 @pytest.fixture(scope="session")

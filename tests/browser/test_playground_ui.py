@@ -116,3 +116,20 @@ def test_report_opens_offline_in_chromium(browser, tmp_path) -> None:  # type: i
     expect(pg.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)
     assert pg.locator(".js-plotly-plot").count() == 4
     ctx.close()
+
+
+def test_server_tab_starts_and_stops_a_managed_server(page: Page) -> None:
+    from ..conftest import _free_port
+
+    port = _free_port()
+    page.get_by_role("tab", name="Server").click()
+    pick(page, "server preset", "eager")
+    page.get_by_label("port", exact=True).fill(str(port))
+    page.get_by_role("button", name="Start", exact=True).click()
+    status = page.locator("#server-tab-status")
+    expect(status).to_contain_text("running", timeout=600_000)
+    expect(status).to_contain_text(f"127.0.0.1:{port}")
+    expect(page.locator("#server-flags")).to_contain_text("--enforce-eager")
+    expect(page.locator("#server-log")).to_contain_text("GET /health")
+    page.get_by_role("button", name="Stop", exact=True).last.click()
+    expect(status).to_contain_text("stopped", timeout=60_000)

@@ -34,7 +34,8 @@ def test_run_json_has_raw_timestamps_and_metrics(vllm_server: str) -> None:
                      "--json")
     assert out.returncode == 0, out.stderr
     (rec,) = json.loads(out.stdout)
-    assert rec["raw"]["t_send"] < rec["raw"]["t_first_content"] <= rec["raw"]["t_last"]
+    raw = rec["raw"]  # order of events, not a duration bound
+    assert raw["t_last"] >= raw["t_first_content"] > raw["t_send"]
     assert rec["metrics"]["completion_tokens"] == 64
     assert rec["request"]["chat_template_kwargs"] == {"enable_thinking": False}
     assert rec["request"]["ignore_eos"] is True

@@ -107,7 +107,8 @@ def fake_record(trial: int, name: str, e2e: float, ttft: float | None,
     return {"kind": "request", "phase": "timed", "trial": trial, "example": 0,
             "repetition": 0, "status": "error" if error else "done",
             "variant": {"name": name}, "error": {"message": error} if error else None,
-            "raw": {"finish_reason": "length"},
+            "raw": {"finish_reason": "length",
+                    "server_metrics": {"queue_time_ms": 1.0, "generation_time_ms": e2e - 11}},
             "metrics": {"ttft_ms": ttft, "ttfa_ms": ttft, "e2e_ms": e2e, "tpot_ms": None,
                         "decode_tok_s": None, "prompt_tokens": 5, "completion_tokens": 8},
             "score": {"json_valid": True, "schema_valid": None, "fields": {},
@@ -128,6 +129,7 @@ def test_report_files_are_consistent(tmp_path: Path) -> None:
     assert len(rows) == 21  # timed requests only, failures included
     s = summarize_run(records)
     assert s["n_failed"] == 1 and s["variants"]["b"]["failed"] == 1
+    assert s["variants"]["a"]["server"]["rest_ms"] == pytest.approx(10.0)
     for v in s["variants"].values():
         m = v["metrics"]["e2e_ms"]
         lo, hi = m["median_ci"]

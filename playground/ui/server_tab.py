@@ -1,0 +1,96 @@
+"""The Server tab: start / stop / restart a managed vLLM with a server preset; status, log."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import gradio as gr
+
+from ..client import fetch_server_info
+from ..embedded import server_config
+from ..errors import PlaygroundError
+from ..server import ManagedServer, is_healthy, load_server_presets
+from .context import UIContext
+
+
+def build(ctx: UIContext) -> None:
+    presets, errors = load_server_presets(ctx.settings.presets_dir)
+    gr.Markdown("Start a vLLM server of this app's own with a preset from `presets/servers/`. "
+                "It serves the same model as the embedded default (the offline demo model "
+                "when Qwen/Qwen3-0.6B cannot be downloaded). Point a variant or the "
+                "connection at its URL to compare server configurations.")
+    if errors:
+        gr.Markdown("⚠️ Skipped bad server presets:\n" + "\n".join(f"- {e}" for e in errors))
+    with gr.Row():
+        preset = gr.Dropdown(sorted(presets), value="eager" if "eager" in presets else None,
+                             label="server preset", scale=2)
+        port = gr.Number(8100, label="port", precision=0)
+        start = gr.Button("Start", variant="primary")
+        restart = gr.Button("Restart")
+        stop = gr.Button("Stop", variant="stop")
+    status = gr.Markdown("_no managed server started from this tab_", elem_id="server-tab-status")
+    flags = gr.Code(label="effective command", language="shell", interactive=False,
+                    elem_id="server-flags")
+    log = gr.Code(label="log tail", interactive=False, elem_id="server-log")
+    timer = gr.Timer(2.0)
+
+    def managed(p: int) -> ManagedServer | None:
+        return ctx.servers.get(int(p))
+
+    async def do_start(name: str, p: float, force: bool = False) -> dict[Any, Any]:
+        p = int(p)
+        if name not in presets:
+            return {status: f"❌ server preset: unknown {name!r}"}
+        server = managed(p)
+        if server is not None and server.running and not force:
+            return {status: f"already running on port {p}; use Restart"}
+        url = f"http://127.0.0.1:{p}/v1"
+        if server is None and is_healthy(url):
+            return {status: f"❌ port {p}: another server already answers at {url}; pick "
+                            "another port"}
+        config, _ = server_config(ctx.settings, p)
+        config = presets[name].apply(config)
+        if server is None:
+            server = ManagedServer(config, ctx.settings.cache_dir / "logs" / f"vllm-{p}.log")
+            ctx.servers[p] = server
+        else:
+            server.stop()
+            server.config = config
+        server.start()  # on the event loop's (long-lived) thread: see ManagedServer.start
+        try:
+            await asyncio.to_thread(server.wait_ready)
+        except PlaygroundError as e:
+            return {status: f"❌ {e}", log: server.log_tail()}
+        return _status(server)
+
+    def _status(server: ManagedServer | None) -> dict[Any, Any]:
+        if server is None:
+            return {status: "_no managed server_"}
+        url = server.config.base_url
+        if not server.running:
+            return {status: f"stopped (port {server.config.port})", log: server.log_tail()}
+        try:
+            info = fetch_server_info(url, None)
+            text = (f"✅ running · vLLM **{info.version}** at `{url}` · healthy: "
+                    f"{info.healthy} · models: {', '.join(m.id for m in info.models)}")
+        except PlaygroundError:
+            text = f"⏳ starting… (`{url}` refuses connections until the engine is up)"
+        return {status: text, flags: " ".join(server.command()), log: server.log_tail()}
+
+    async def do_restart(name: str, p: float) -> dict[Any, Any]:
+        return await do_start(name, p, force=True)
+
+    def do_stop(p: float) -> dict[Any, Any]:
+        server = managed(int(p))
+        if server is None:
+            return {status: f"no managed server on port {int(p)}"}
+        server.stop()
+        return _status(server)
+
+    outs = [status, flags, log]
+    start.click(do_start, [preset, port], outs, api_name=False, concurrency_limit=4)
+    restart.click(do_restart, [preset, port], outs, api_name=False, concurrency_limit=4)
+    stop.click(do_stop, [port], outs, api_name=False)
+    timer.tick(lambda p: _status(managed(int(p))) if managed(int(p)) else {},
+               [port], outs, api_name=False, show_progress="hidden")

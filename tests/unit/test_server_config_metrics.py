@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import pytest
+
+from playground import server_metrics as sm
+from playground.server import ServerConfig, load_server_presets
+from playground.settings import REPO_ROOT
+
+BEFORE = """\
+# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="Qwen/Qwen3-0.6B"} 0.0
+# TYPE vllm:e2e_request_latency_seconds histogram
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="0.3",model_name="Qwen/Qwen3-0.6B"} 1.0
+vllm:e2e_request_latency_seconds_count{engine="0",model_name="Qwen/Qwen3-0.6B"} 4.0
+vllm:e2e_request_latency_seconds_sum{engine="0",model_name="Qwen/Qwen3-0.6B"} 2.0
+vllm:request_queue_time_seconds_count{engine="0",model_name="Qwen/Qwen3-0.6B"} 4.0
+vllm:request_queue_time_seconds_sum{engine="0",model_name="Qwen/Qwen3-0.6B"} 0.004
+vllm:request_prefill_time_seconds_count{engine="0",model_name="Qwen/Qwen3-0.6B"} 4.0
+vllm:request_prefill_time_seconds_sum{engine="0",model_name="Qwen/Qwen3-0.6B"} 0.2
+vllm:request_decode_time_seconds_count{engine="0",model_name="Qwen/Qwen3-0.6B"} 4.0
+vllm:request_decode_time_seconds_sum{engine="0",model_name="Qwen/Qwen3-0.6B"} 1.79
+vllm:time_to_first_token_seconds_count{engine="0",model_name="Qwen/Qwen3-0.6B"} 4.0
+vllm:time_to_first_token_seconds_sum{engine="0",model_name="Qwen/Qwen3-0.6B"} 0.21
+vllm:generation_tokens_total{engine="0",model_name="Qwen/Qwen3-0.6B"} 256.0
+vllm:request_success_total{engine="0",finished_reason="length",model_name="Qwen/Qwen3-0.6B"} 4.0
+"""
+
+
+def after_text() -> str:
+    # two more requests: e2e 0.9 s and 1.1 s; queue 1 ms each; prefill 50 ms each; decode rest
+    repl = {"e2e_request_latency_seconds_count": "6.0", "e2e_request_latency_seconds_sum": "4.0",
+            "request_queue_time_seconds_count": "6.0", "request_queue_time_seconds_sum": "0.006",
+            "request_prefill_time_seconds_count": "6.0",
+            "request_prefill_time_seconds_sum": "0.3", "request_decode_time_seconds_count": "6.0",
+            "request_decode_time_seconds_sum": "3.692", "time_to_first_token_seconds_count": "6.0",
+            "time_to_first_token_seconds_sum": "0.313", "num_requests_running": "1.0"}
+    lines = []
+    for line in BEFORE.splitlines():
+        for key, value in repl.items():
+            if line.startswith(f"vllm:{key}{{"):
+                line = line.rsplit(" ", 1)[0] + " " + value
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def test_parse_labels_and_totals() -> None:
+    snap = sm.parse(BEFORE)
+    assert sm.total(snap, "vllm:e2e_request_latency_seconds_count") == 4.0
+    assert sm.total(snap, "vllm:request_success_total", finished_reason="length") == 4.0
+    assert sm.total(snap, "vllm:request_success_total", finished_reason="stop") == 0.0
+    assert ("vllm:num_requests_running", (("engine", "0"), ("model_name", "Qwen/Qwen3-0.6B"))
+            ) in snap
+
+
+def test_histogram_delta_and_breakdown() -> None:
+    before, after = sm.parse(BEFORE), sm.parse(after_text())
+    d = sm.histogram_delta(before, after, "vllm:e2e_request_latency_seconds")
+    assert d.count == 2.0 and d.mean_ms == pytest.approx(1000.0)
+    b = sm.breakdown(before, after, client_e2e_ms=1012.0)
+    assert b.requests == 2.0
+    assert b.queue_ms == pytest.approx(1.0)
+    assert b.prefill_ms == pytest.approx(50.0)
+    assert b.decode_ms == pytest.approx(951.0)
+    assert b.ttft_ms == pytest.approx(51.5)
+    assert b.residual_ms == pytest.approx(-2.0)
+    assert b.rest_ms == pytest.approx(12.0)
+    empty = sm.breakdown(before, before, client_e2e_ms=None)
+    assert empty.e2e_ms is None and empty.rest_ms is None and empty.requests == 0
+
+
+@pytest.mark.parametrize(("kw", "expected"), [
+    ({"enforce_eager": True}, ["--enforce-eager"]),
+    ({"optimization_level": 0}, ["-O0"]),
+    ({"enable_prefix_caching": False}, ["--no-enable-prefix-caching"]),
+    ({"enable_chunked_prefill": True}, ["--enable-chunked-prefill"]),
+    ({"max_num_seqs": 8}, ["--max-num-seqs", "8"]),
+    ({"max_model_len": 2048}, ["--max-model-len", "2048"]),
+    ({"gpu_memory_utilization": 0.5}, ["--gpu-memory-utilization", "0.5"]),
+    ({"structured_outputs_backend": "guidance"},
+     ["--structured-outputs-config", '{"backend": "guidance"}']),
+    ({"disable_any_whitespace": True},
+     ["--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}']),
+    ({"reasoning_parser": "qwen3"}, ["--reasoning-parser", "qwen3"]),
+    ({"per_request_metrics": True}, ["--enable-per-request-metrics"]),
+    ({"served_model_name": "x"}, ["--served-model-name", "x"]),
+    ({"load_format": "dummy"}, ["--load-format", "dummy"]),
+])
+def test_server_flags(kw: dict, expected: list[str]) -> None:
+    args = ServerConfig(model="m", **kw).args()
+    i = args.index(expected[0])
+    assert args[i:i + len(expected)] == expected
+
+
+def test_cpu_kv_cache_and_api_key_env_never_on_the_command_line() -> None:
+    cfg = ServerConfig(model="m", cpu_kv_cache_gib=2, api_key_env="MY_KEY")
+    env = cfg.env({"MY_KEY": "s3cret"})
+    assert env["VLLM_CPU_KVCACHE_SPACE"] == "2" and env["VLLM_API_KEY"] == "s3cret"
+    assert "s3cret" not in " ".join(cfg.args())
+
+
+def test_server_presets_load_and_keep_cpu_memory() -> None:
+    presets, errors = load_server_presets(REPO_ROOT / "presets")
+    assert errors == []
+    assert {"seed-000", "seed-001", "recommended", "eager"} <= set(presets)
+    cpu = ServerConfig(model="m", gpu_memory_utilization=0.3, cpu_kv_cache_gib=1)
+    applied = presets["seed-000"].apply(cpu)
+    assert applied.enforce_eager and applied.max_num_seqs == 256
+    assert applied.gpu_memory_utilization == 0.3  # RAM fraction on CPU: not the article's 0.85
+    gpu = presets["seed-000"].apply(ServerConfig(model="m"))
+    assert gpu.gpu_memory_utilization == 0.85
