@@ -151,8 +151,8 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
                run_file: RunFile | None) -> AsyncIterator[BenchEvent]:
     first = exp.variants[0]
     first_url = servers[first.server].config.base_url if first.server else first.base_url
-    model, _ = resolve_model(settings.model_copy(update={"base_url": first_url})
-                             if first_url else settings)
+    target = settings.model_copy(update={"base_url": first_url}) if first_url else settings
+    model, _ = resolve_model(target)
     rows = load_dataset(settings.presets_dir, exp.dataset, exp.examples)
     run_id = uuid.uuid4().hex[:8]
     trials = plan(exp, len(rows), run_id)
@@ -165,7 +165,7 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
         recs.append(new_recording(v, req, url or settings.base_url))
     index = {id(r): i for i, r in enumerate(recs)}
     run_file = run_file or RunStore(settings.runs_dir).new_run("bench")
-    meta = environment(settings, exp, model)
+    meta = environment(target, exp, model)
     meta["servers"] = {name: {"base_url": s.config.base_url, "command": s.command()}
                        for name, s in servers.items()}
     run_file.append({"kind": "meta", **meta})
