@@ -119,7 +119,8 @@ async def start_variant_servers(settings: Settings, exp: Experiment
         for name in names:
             port = free_port()
             config = presets[name].apply(server_config(settings, port)[0])
-            server = ManagedServer(config, settings.cache_dir / "logs" / f"bench-{name}.log")
+            server = ManagedServer(config, settings.cache_dir / "logs" / f"bench-{name}.log",
+                                   python=settings.server_python())
             server.start()
             servers[name] = server
         await asyncio.gather(*(asyncio.to_thread(s.wait_ready) for s in servers.values()))

@@ -8,7 +8,6 @@ locally (random weights), and callers are told so plainly via `EmbeddedServer.mo
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,7 +114,7 @@ def ensure_server(settings: Settings, *, log=print, preset: ServerPreset | None 
     if preset is not None:
         config = preset.apply(config)
     log_path = settings.cache_dir / "logs" / f"vllm-{port}.log"
-    server = ManagedServer(config, log_path, python=sys.executable)
+    server = ManagedServer(config, log_path, python=settings.server_python())
     what = "the offline demo model" if demo else config.model
     log(f"No server at {settings.base_url}: starting vLLM with {what}; log: {log_path}. "
         "This takes 1-3 minutes on a CPU.")

@@ -30,6 +30,14 @@ class Settings(BaseModel):
     user_presets_dir: Path = REPO_ROOT / "user_presets"
     cache_dir: Path = REPO_ROOT / ".cache"
     runs_dir: Path = REPO_ROOT / "runs"
+    # The Python whose `vllm` managed servers run with (another venv, a GPU install);
+    # None = this interpreter.
+    vllm_python: str | None = None
+
+    def server_python(self) -> str:
+        import sys
+
+        return self.vllm_python or sys.executable
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> Settings:

@@ -52,7 +52,8 @@ def build(ctx: UIContext) -> None:
         config, _ = server_config(ctx.settings, p)
         config = presets[name].apply(config)
         if server is None:
-            server = ManagedServer(config, ctx.settings.cache_dir / "logs" / f"vllm-{p}.log")
+            server = ManagedServer(config, ctx.settings.cache_dir / "logs" / f"vllm-{p}.log",
+                                   python=ctx.settings.server_python())
             ctx.servers[p] = server
         else:
             server.stop()

@@ -109,3 +109,17 @@ def test_server_presets_load_and_keep_cpu_memory() -> None:
     assert applied.gpu_memory_utilization == 0.3  # RAM fraction on CPU: not the article's 0.85
     gpu = presets["seed-000"].apply(ServerConfig(model="m"))
     assert gpu.gpu_memory_utilization == 0.85
+
+
+def test_managed_server_uses_the_configured_python() -> None:
+    import sys
+
+    from playground.server import ManagedServer
+    from playground.settings import Settings
+
+    s = Settings.from_env({"PLAYGROUND_VLLM_PYTHON": "/opt/gpu-venv/bin/python"})
+    server = ManagedServer(ServerConfig(model="m"), REPO_ROOT / "x.log",
+                           python=s.server_python())
+    assert server.command()[:3] == ["/opt/gpu-venv/bin/python", "-m",
+                                    "vllm.entrypoints.openai.api_server"]
+    assert Settings.from_env({}).server_python() == sys.executable
