@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import os
 import signal
 import sys
 
@@ -39,3 +40,8 @@ def launch(settings: Settings, *, host: str = "127.0.0.1", port: int = 7860,
         ctx.stop_servers()
         if server is not None:
             server.stop()
+        # Servers are stopped; do not let a lingering worker thread (Gradio, timers, the
+        # measuring loop) keep a closed app alive.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
