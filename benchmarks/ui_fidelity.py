@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from playground.client import http_get
 from playground.compare import compare
 from playground.metrics import median
 from playground.presets import PresetLibrary
+from playground.server import free_port
 from playground.settings import REPO_ROOT, Settings
 from playground.store import read_run
 
@@ -45,12 +45,6 @@ WATCH_JS = """() => {
   };
   requestAnimationFrame(tick);
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def headless_run(settings: Settings, variants: list, prompt: str) -> list:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import platform
 import random
-import socket
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from .errors import ValidationFailed
 from .presets import Experiment, load_dataset
 from .runner import Recording, new_recording, run_many
 from .scoring import score
-from .server import ManagedServer, load_server_presets
+from .server import ManagedServer, free_port, load_server_presets
 from .settings import Settings
 from .store import RunFile, RunStore
 from .tables import recording_dict
@@ -129,12 +128,6 @@ async def start_variant_servers(settings: Settings, exp: Experiment
             server.stop()
         raise
     return servers
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def run_experiment(settings: Settings, exp: Experiment, *, run_file: RunFile | None = None,

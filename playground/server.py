@@ -95,6 +95,15 @@ class ServerConfig(BaseModel):
         return env
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def is_healthy(base_url: str, timeout_s: float = 2.0) -> bool:
     root = base_url.rstrip("/").removesuffix("/v1")
     try:

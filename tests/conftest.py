@@ -7,21 +7,14 @@ with the flags of `server.cpu_demo_config`); otherwise one is built and started 
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from playground import demo_model
-from playground.server import ManagedServer, cpu_demo_config
+from playground.server import ManagedServer, cpu_demo_config, free_port
 from playground.settings import REPO_ROOT, Settings
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
@@ -36,7 +29,7 @@ def vllm_server(demo_model_dir: Path) -> Iterator[str]:
     if external:
         yield external
         return
-    config = cpu_demo_config(demo_model_dir, port=_free_port(), enforce_eager=True,
+    config = cpu_demo_config(demo_model_dir, port=free_port(), enforce_eager=True,
                              max_model_len=2048)
     server = ManagedServer(config, REPO_ROOT / ".cache" / "logs" / "test-vllm.log")
     server.start()

@@ -7,7 +7,7 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
-from playground.client import http_get, server_root
+from playground.server_metrics import running_requests as running
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 LONG = 120_000
@@ -63,12 +63,6 @@ def test_invalid_pasted_schema_fails_its_column_only(page: Page) -> None:
     expect(page.locator("#metrics-0")).to_have_text("")
 
 
-def running(base_url: str) -> float:
-    _, text = http_get(f"{server_root(base_url)}/metrics")
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("vllm:num_requests_running"))
-
-
 def test_stop_ends_a_long_generation_on_the_server(page: Page, vllm_server: str) -> None:
     pick(page, "preset 1", "fixed-64-stream")
     pick(page, "preset 2", "fixed-64-stream")
@@ -119,9 +113,9 @@ def test_report_opens_offline_in_chromium(browser, tmp_path) -> None:  # type: i
 
 
 def test_server_tab_starts_and_stops_a_managed_server(page: Page) -> None:
-    from ..conftest import _free_port
+    from playground.server import free_port
 
-    port = _free_port()
+    port = free_port()
     page.get_by_role("tab", name="Server").click()
     pick(page, "server preset", "eager")
     page.get_by_label("port", exact=True).fill(str(port))

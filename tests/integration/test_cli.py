@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import sys
 
 import pytest
+
+from playground.server import free_port
 
 pytestmark = pytest.mark.server
 
@@ -50,14 +51,8 @@ def test_seed_default_vs_all_optimizations(vllm_server: str) -> None:
     json.loads(opt["content"])  # guided JSON parses
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_unreachable_server_is_one_clear_line_and_exit_2() -> None:
-    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"
     out = playground("run", "--base-url", url)
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()

@@ -16,10 +16,8 @@ from playground import request
 from playground.client import ClientPool
 from playground.presets import Variant
 from playground.runner import new_recording, run_to_end
-from playground.server import ManagedServer, cpu_demo_config, is_healthy
+from playground.server import ManagedServer, cpu_demo_config, free_port, is_healthy
 from playground.server_metrics import breakdown, scrape
-
-from ..conftest import _free_port
 
 pytestmark = pytest.mark.server
 
@@ -49,7 +47,7 @@ def wait_until(cond, timeout_s: float = 60.0) -> bool:  # type: ignore[no-untype
 
 def test_start_restart_stop_and_two_servers_at_once(demo_model_dir: Path, vllm_server: str,
                                                     tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "vllm.log"
     server = ManagedServer(cpu_demo_config(demo_model_dir, port=port, enforce_eager=True,
                                            max_model_len=1024), log)
@@ -68,7 +66,7 @@ def test_start_restart_stop_and_two_servers_at_once(demo_model_dir: Path, vllm_s
 
 
 def test_killing_the_app_leaves_no_vllm_process(demo_model_dir: Path, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     env = {**os.environ, "PLAYGROUND_CACHE_DIR": str(tmp_path)}
     app = subprocess.Popen([sys.executable, "-m", "playground.cli", "serve", "eager",

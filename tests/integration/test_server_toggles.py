@@ -9,10 +9,11 @@ import jsonschema
 import pytest
 
 from playground import request
-from playground.client import ClientPool, fetch_server_info, http_get, server_root
+from playground.client import ClientPool, fetch_server_info
 from playground.errors import RequestRejected
 from playground.presets import PresetLibrary, Variant
 from playground.runner import Recording, new_recording, run, run_to_end
+from playground.server_metrics import running_requests
 from playground.settings import REPO_ROOT, Settings
 
 pytestmark = pytest.mark.server
@@ -109,12 +110,6 @@ async def test_sequential_mode_runs_one_after_another(settings: Settings) -> Non
                     mode="sequential")
     assert a.raw.t_last is not None and b.raw.t_send is not None
     assert b.raw.t_send >= a.raw.t_last
-
-
-def running_requests(base_url: str) -> float:
-    _, text = http_get(f"{server_root(base_url)}/metrics")
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("vllm:num_requests_running"))
 
 
 async def test_closing_the_run_aborts_the_request_on_the_server(settings: Settings) -> None:
