@@ -14,6 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from . import demo_model
 from .client import fetch_server_info
 from .compare import compare
@@ -58,6 +60,17 @@ def cmd_run(args: argparse.Namespace) -> int:
                 ["seed-default", "all-optimizations"]]
     recs = asyncio.run(compare(settings, variants, args.prompt, sequential=args.sequential))
     print_comparison(recs, args.json)
+    from .store import RunStore
+
+    run = RunStore(settings.runs_dir).new_run("playground")  # the run history, like the UI's
+    for r in recs:
+        run.append(recording_dict(r))
+    if args.record:
+        from .replay import from_history, save
+
+        rec = from_history([recording_dict(r) for r in recs], title=args.title,
+                           environment=recording_environment(settings, args.note))
+        print(f"recording written to {save(rec, Path(args.record))}", file=sys.stderr)
     failed = [r for r in recs if r.error is not None]
     for r in failed:
         print(f"error: {r.variant.name}: {r.error}", file=sys.stderr)
@@ -117,8 +130,41 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_ui(args: argparse.Namespace) -> int:
     from .ui.app import launch
 
-    launch(_settings(args), host=args.host, port=args.port, share=args.share,
-           manage_server=not args.no_server)
+    settings = _settings(args)
+    if args.auth:
+        settings = settings.model_copy(update={"auth": SecretStr(args.auth)})
+    launch(settings, host=args.host, port=args.port, share=args.share,
+           manage_server=not args.no_server, replay_only=True if args.replay else None)
+    return 0
+
+
+def recording_environment(settings: Settings, note: str | None) -> dict[str, object]:
+    """What a recording says about where it was measured (never the key or the URL)."""
+    from . import machine
+    from .demo_model import is_demo_dir
+
+    m = machine.describe()
+    env: dict[str, object] = {"accelerator": m["accelerator"], "cpu": m["cpu"]}
+    try:
+        info = fetch_server_info(settings.base_url, settings.api_key_value())
+        env.update(vllm_version=info.version, model=", ".join(x.id for x in info.models),
+                   demo_model=any(is_demo_dir(x.root) for x in info.models))
+    except PlaygroundError:
+        pass
+    if note:
+        env["note"] = note
+    return env
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from .replay import from_history, save
+    from .store import read_run
+
+    env = {"note": args.note} if args.note else {}
+    rec = from_history(read_run(Path(args.run)), title=args.title, environment=env)
+    path = save(rec, Path(args.out))
+    names = ", ".join(c.variant.get("name", "?") for c in rec.columns)
+    print(f"recording ({len(rec.columns)} columns: {names}) written to {path}")
     return 0
 
 
@@ -127,6 +173,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     return run_bench(_settings(args), Path(args.experiment), Path(args.out) if args.out
                      else None)
+
+
+def cmd_claims(args: argparse.Namespace) -> int:
+    from .claimscli import run_claims
+
+    return run_claims(_settings(args), Path(args.out), only=args.only,
+                      with_servers=args.with_servers, api_checks=not args.no_api_checks,
+                      examples=args.examples, repetitions=args.repetitions,
+                      server_note=args.server_note or "")
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -177,6 +232,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt", default=DEFAULT_PROMPT)
     p.add_argument("--sequential", action="store_true", help="one after another ('fair' mode)")
     p.add_argument("--json", action="store_true", help="print the full results as JSON")
+    p.add_argument("--record", help="also save the comparison as a replayable recording JSON")
+    p.add_argument("--title", default="recorded comparison", help="the recording's title")
+    p.add_argument("--note", help="environment note stored in the recording (GPU, flags)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("demo", help="start (or reuse) a local vLLM and compare seed default vs "
@@ -194,13 +252,39 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--share", action="store_true", help="public Gradio link (needs internet)")
     p.add_argument("--no-server", action="store_true",
                    help="do not start a managed vLLM; connect from the UI instead")
+    p.add_argument("--replay", action="store_true",
+                   help="replay mode: no server; replay recorded comparisons")
+    p.add_argument("--auth", help="USER:PASSWORD protecting the UI (better: env "
+                   "PLAYGROUND_AUTH); never printed")
     p.set_defaults(func=cmd_ui)
+
+    p = sub.add_parser("record", help="turn a playground run (runs/playground/*.jsonl) into "
+                       "a replayable recording JSON")
+    p.add_argument("run", help="a run history JSONL")
+    p.add_argument("--out", required=True, help="recording file to write (.json)")
+    p.add_argument("--title", default="recorded comparison")
+    p.add_argument("--note", help="environment note stored with it (GPU, flags)")
+    p.set_defaults(func=cmd_record)
 
     p = sub.add_parser("bench", help="run a benchmark experiment (YAML) and write reports")
     _connection_args(p)
     p.add_argument("experiment", help="presets/experiments/NAME.yaml, or a path")
     p.add_argument("--out", help="folder for requests.csv, results.json, report.html")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("claims", help="run the seed articles' claims and write the board "
+                       "(claims.json, claims.md, claims-report.html)")
+    _connection_args(p)
+    p.add_argument("--only", action="append", help="claim id (repeatable; default: all)")
+    p.add_argument("--out", default="claims-out", help="output folder (default: claims-out)")
+    p.add_argument("--with-servers", action="store_true",
+                   help="also run the server A/Bs (start two managed vLLM servers)")
+    p.add_argument("--no-api-checks", action="store_true",
+                   help="skip the API-statement checks against the live server")
+    p.add_argument("--examples", type=int, help="override each claim's number of examples")
+    p.add_argument("--repetitions", type=int, help="override each claim's repetitions")
+    p.add_argument("--server-note", help="the server's flags, recorded in the report")
+    p.set_defaults(func=cmd_claims)
 
     p = sub.add_parser("runs", help="list past benchmark runs, or compare two")
     p.add_argument("action", choices=["list", "compare"])

@@ -35,6 +35,8 @@ class RawTimings:
     t_first_content: float | None = None
     t_last: float | None = None  # last token chunk (streaming) or response received
     token_times: list[float] = field(default_factory=list)  # arrival of every token chunk
+    # (reasoning, content) text of each token chunk, aligned with token_times (for replay)
+    token_text: list[tuple[str, str]] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
     http_status: int | None = None

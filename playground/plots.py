@@ -37,12 +37,14 @@ def _figure(traces: list[dict[str, Any]], title: str, *, xaxis_title: str = "",
     return go.Figure(spec, _validate=False)
 
 
-def timeline(recs: Sequence[Recording]) -> go.Figure:
+def timeline(recs: Sequence[Recording], floor_ms: float | None = None) -> go.Figure:
     """Cumulative token chunks vs ms since send, one line per variant.
 
     A non-streaming variant shows a single vertical jump at E2E: nothing is visible before.
+    `floor_ms` (the physical floor per decode step) is drawn as a dashed line from the
+    earliest first token: no server can generate faster than that line.
     """
-    traces = []
+    traces: list[dict[str, Any]] = []
     for i, rec in enumerate(recs):
         raw = rec.raw
         if raw.t_send is None:
@@ -59,6 +61,14 @@ def timeline(recs: Sequence[Recording]) -> go.Figure:
                        "name": rec.variant.name,
                        "line": {"color": COLORS[i % len(COLORS)],
                                 "shape": "linear" if raw.streaming else "hv"}})
+    firsts = [(t["x"][0], max(t["y"])) for t in traces if t["x"] and t["line"]["shape"] ==
+              "linear"]
+    if floor_ms and firsts:
+        x0 = min(x for x, _ in firsts)
+        n = max(y for _, y in firsts)
+        traces.append({"type": "scatter", "mode": "lines", "x": [x0, x0 + floor_ms * (n - 1)],
+                       "y": [1, n], "name": f"physical floor ({floor_ms:.2f} ms/token)",
+                       "line": {"color": "#000", "dash": "dash", "width": 1}})
     return _figure(traces, "Token timeline", xaxis_title="ms since send",
                    yaxis_title="token chunks")
 

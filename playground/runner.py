@@ -83,6 +83,7 @@ class Recording:
             raw.t_first_content = ev.t
         if ev.reasoning or ev.content:
             raw.token_times.append(ev.t)
+            raw.token_text.append((ev.reasoning, ev.content))
             raw.t_last = ev.t
 
     @property

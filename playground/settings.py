@@ -20,6 +20,8 @@ class Settings(BaseModel):
 
     base_url: str = DEFAULT_BASE_URL
     api_key: SecretStr | None = None
+    # "user:password" (comma-separated for several) protecting a shared UI; never logged
+    auth: SecretStr | None = None
     # None = ask the server (/v1/models) and take the first served model.
     model: str | None = None
     timeout_s: float = Field(default=120.0, gt=0, description="whole-request timeout")
@@ -33,6 +35,9 @@ class Settings(BaseModel):
     # The Python whose `vllm` managed servers run with (another venv, a GPU install);
     # None = this interpreter.
     vllm_python: str | None = None
+    # The GPU a (remote) server runs on, e.g. "H200", for the physical floor; None = this
+    # machine's GPU (or CPU) when the server is local.
+    accelerator: str | None = None
 
     def server_python(self) -> str:
         import sys
@@ -50,6 +55,21 @@ class Settings(BaseModel):
                 values[name] = raw
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)
+
+    def auth_pairs(self) -> list[tuple[str, str]]:
+        """PLAYGROUND_AUTH / --auth as (user, password) pairs; ValidationFailed if malformed."""
+        from .errors import ValidationFailed
+
+        if self.auth is None:
+            return []
+        pairs = []
+        for item in self.auth.get_secret_value().split(","):
+            user, sep, password = item.strip().partition(":")
+            if not sep or not user or not password:
+                raise ValidationFailed("auth", "expected USER:PASSWORD (several separated by "
+                                       "commas)")
+            pairs.append((user, password))
+        return pairs
 
     def api_key_value(self) -> str:
         """The key for the HTTP header only; never log or display the result."""

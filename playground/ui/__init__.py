@@ -13,7 +13,7 @@ CSS = """
 
 
 def build_ui(ctx: UIContext) -> gr.Blocks:
-    from . import bench_tab, playground_tab, server_tab
+    from . import bench_tab, claims_tab, playground_tab, server_tab
 
     with gr.Blocks(title="qwen-latency-lab") as demo:
         gr.Markdown("# qwen-latency-lab\nWhy does one way of calling Qwen3-0.6B answer in 20 ms "
@@ -25,6 +25,8 @@ def build_ui(ctx: UIContext) -> gr.Blocks:
                 playground_tab.build(ctx, demo)
             with gr.Tab("Benchmark"):
                 bench_tab.build(ctx)
+            with gr.Tab("Claims"):
+                claims_tab.build(ctx)
             with gr.Tab("Server"):
                 server_tab.build(ctx)
         _api(ctx)

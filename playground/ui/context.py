@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..client import ClientPool
+from ..floor import server_floor
 from ..measure_loop import MeasureLoop
 from ..presets import PresetLibrary
 from ..runner import Recording
@@ -34,17 +35,22 @@ class UIContext:
     settings: Settings
     library: PresetLibrary
     banner: str = ""  # e.g. "serving the random-weight demo model"
+    server_note: str = ""  # the managed server's command line, for reports
+    replay_only: bool = False  # no server configured (e.g. a CPU-only Space): replay mode
     examples: list[str] = field(default_factory=list)
     concurrency_limit: int = 16
     measure: MeasureLoop = field(default_factory=MeasureLoop)
     servers: dict[int, ManagedServer] = field(default_factory=dict)  # Server tab, by port
     _pools: dict[str, ClientPool] = field(default_factory=dict)
+    _floors: dict[str, float | None] = field(default_factory=dict)
 
     @classmethod
-    def create(cls, settings: Settings, banner: str = "") -> UIContext:
+    def create(cls, settings: Settings, banner: str = "", server_note: str = "",
+               replay_only: bool = False) -> UIContext:
         library = PresetLibrary(settings.presets_dir, settings.user_presets_dir)
         examples = load_examples(settings.presets_dir / "data" / "address.jsonl")
-        return cls(settings, library, banner, examples)
+        return cls(settings, library, banner=banner, server_note=server_note,
+                   replay_only=replay_only, examples=examples)
 
     def pool(self, api_key: str) -> ClientPool:
         """One pool (one AsyncOpenAI per base URL) per API key; keyed by a hash, not the key.
@@ -58,6 +64,12 @@ class UIContext:
                                           read_timeout_s=s.read_timeout_s,
                                           timeout_s=s.timeout_s)
         return self._pools[key]
+
+    def floor_ms(self, base_url: str, api_key: str) -> float | None:
+        """The physical floor (ms per decode step) of the server's model, cached per URL."""
+        if base_url not in self._floors:
+            self._floors[base_url] = server_floor(self.settings, base_url, api_key)
+        return self._floors[base_url]
 
     def store_run(self, recs: list[Recording]) -> None:
         run = RunStore(self.settings.runs_dir).new_run("playground")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,7 @@ from ..embedded import model_note
 from ..errors import PlaygroundError, ValidationFailed
 from ..runner import Recording, new_recording, run_to_end
 from ..tables import recording_dict
+from . import replay_panel
 from .columns import (
     CUSTOM,
     MAX_COLUMNS,
@@ -25,7 +27,7 @@ from .columns import (
     variant_from_controls,
 )
 from .context import UIContext
-from .render import badge_md, error_md, metrics_md
+from .render import badge_md, error_md, metrics_md, phases_html
 
 # The measuring tasks never wait on rendering: a driver task runs the requests, and the UI
 # samples their recordings. Text at most every 50 ms (only columns that changed), figures at
@@ -62,6 +64,7 @@ class Column:
     error: Any = None
     code_py: Any = None
     code_curl: Any = None
+    phases: Any = None
 
     def controls(self) -> list[Any]:
         return [self.stream, self.thinking, self.temperature, self.top_p, self.top_k,
@@ -69,7 +72,7 @@ class Column:
                 self.custom_prompt, self.schema_choice, self.custom_schema]
 
     def outputs(self) -> list[Any]:
-        return [self.answer, self.reasoning, self.badge, self.metrics, self.error]
+        return [self.answer, self.reasoning, self.badge, self.metrics, self.error, self.phases]
 
 
 @dataclass
@@ -111,6 +114,7 @@ def _column(i: int, ctx: UIContext) -> Column:
                      custom_schema)
         col.error = gr.Markdown(elem_classes=["variant-error"], elem_id=f"error-{i}")
         col.metrics = gr.Markdown("", elem_id=f"metrics-{i}")
+        col.phases = gr.HTML("", elem_id=f"phases-{i}")
         col.badge = gr.Markdown("", elem_id=f"badge-{i}")
         col.answer = gr.Textbox(label=f"answer {i + 1}", lines=6, max_lines=12,
                                 interactive=False, elem_id=f"answer-{i}")
@@ -159,6 +163,8 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         history_plot = gr.Plot(label="history")
         history_table = gr.Dataframe(headers=["run", "variant", "ttft_ms", "e2e_ms", "tokens"],
                                      interactive=False)
+    replay_panel.build(ctx, columns, n_columns, prompt, timeline, bars, session,
+                       open_=ctx.replay_only)
     with gr.Accordion("Save columns as a preset", open=False):
         with gr.Row():
             save_col = gr.Dropdown([str(i + 1) for i in range(MAX_COLUMNS)], value="1",
@@ -169,6 +175,11 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
 
     # --- connection ------------------------------------------------------------------------
     def do_connect(url: str, key: str) -> dict[Any, Any]:
+        if ctx.replay_only and url == ctx.settings.base_url:
+            return {server_status: "▶️ **Replay mode**: no vLLM server is configured here, "
+                    "so the playground replays recorded comparisons (open *Replay a "
+                    "recording* below). Set PLAYGROUND_BASE_URL to a server to run live.",
+                    model: gr.update(choices=[], value=None)}
         try:
             info = fetch_server_info(url, key or ctx.settings.api_key_value())
         except PlaygroundError as e:
@@ -243,8 +254,10 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         pool = ctx.pool(key)
         run_mode = "sequential" if str(data[mode]).startswith("sequential") else "concurrent"
         try:
-            async for update in _live_updates(ctx, pool, recs, slots, run_mode,
-                                              timeline, bars):
+            work = run_to_end(pool, recs, mode=run_mode, timeout_s=ctx.settings.timeout_s)
+            floor_ms = await asyncio.to_thread(ctx.floor_ms, url, key)
+            async for update in live_updates(ctx, work, recs, slots, timeline, bars,
+                                             floor_ms):
                 yield update
         finally:  # also on Stop: finished and partial (marked cancelled) results are kept
             ctx.store_run(recs)
@@ -255,8 +268,8 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
                                  "ttft_ms": m.ttft_ms, "e2e_ms": m.e2e_ms,
                                  "tokens": m.completion_tokens})
         sess.last = [recording_dict(r) for r in recs]
-        final = _column_updates(slots, recs)
-        final.update({timeline: plots.timeline(recs), bars: plots.latency_bars(recs),
+        final = column_updates(slots, recs, floor_ms)
+        final.update({timeline: plots.timeline(recs, floor_ms), bars: plots.latency_bars(recs),
                       history_plot: plots.history(sess.history),
                       history_table: [[h["run"], h["variant"], _r(h["ttft_ms"]),
                                        _r(h["e2e_ms"]), h["tokens"]] for h in sess.history],
@@ -290,11 +303,12 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
                    api_name=False)
 
 
-async def _live_updates(ctx: UIContext, pool: Any, recs: list[Recording], slots: list[Column],
-                        mode: str, timeline: Any, bars: Any):
-    # The requests run on the measuring loop (own thread); this loop only samples them.
-    future = ctx.measure.submit(run_to_end(pool, recs, mode=mode,
-                                           timeout_s=ctx.settings.timeout_s))
+async def live_updates(ctx: UIContext, work: Any, recs: Sequence[Recording],
+                       slots: list[Column], timeline: Any, bars: Any,
+                       floor_ms: float | None = None):
+    """Run `work` (a coroutine that fills `recs`: live requests or a replay) on the measuring
+    loop (own thread) and yield sampled UI updates; this loop only reads the recordings."""
+    future = ctx.measure.submit(work)
     driver = asyncio.wrap_future(future)
     seen = [-1] * len(recs)
     # First figures only after PLOT_INTERVAL_S: the first tokens' text must not queue behind
@@ -307,11 +321,12 @@ async def _live_updates(ctx: UIContext, pool: Any, recs: list[Recording], slots:
             if changed or done:
                 for i in changed:
                     seen[i] = recs[i].events
-                update = _column_updates([slots[i] for i in changed], [recs[i] for i in changed])
+                update = column_updates([slots[i] for i in changed], [recs[i] for i in changed],
+                                        floor_ms)
                 now = time.perf_counter()
                 if done or now - last_plot >= PLOT_INTERVAL_S:
                     last_plot = now
-                    update[timeline] = plots.timeline(recs)
+                    update[timeline] = plots.timeline(recs, floor_ms)
                     update[bars] = plots.latency_bars(recs)
                 yield update
             if done:
@@ -329,13 +344,15 @@ def _r(v: float | None) -> float | None:
     return None if v is None else round(v, 1)
 
 
-def _column_updates(slots: list[Column], recs: Any) -> dict[Any, Any]:
+def column_updates(slots: list[Column], recs: Any, floor_ms: float | None = None
+                   ) -> dict[Any, Any]:
     now = time.perf_counter()
     out: dict[Any, Any] = {}
     for c, rec in zip(slots, recs, strict=True):
         out[c.answer] = rec.content
         out[c.reasoning] = rec.reasoning
-        out[c.metrics] = metrics_md(rec, now)
+        out[c.metrics] = metrics_md(rec, now, floor_ms)
+        out[c.phases] = phases_html(rec) if rec.finished else ""
         out[c.badge] = badge_md(rec)
         out[c.error] = error_md(rec)
     return out

@@ -10,7 +10,28 @@ from ..scoring import badge, score
 from ..tables import fmt_ms
 
 
-def metrics_md(rec: Recording, now: float | None = None) -> str:
+def phases_html(rec: Recording) -> str:
+    """The phase bar (queue, prefill, thinking, answer, transport) of a finished response."""
+    from dataclasses import asdict
+
+    from ..phases import breakdown, html_bar
+
+    m = rec.metrics()
+    if rec.error is not None:
+        return ""
+    return html_bar(breakdown(asdict(rec.raw), m.e2e_ms, m.ttft_ms))
+
+
+def floor_text(tpot_ms: float | None, floor_ms: float | None) -> str:
+    if tpot_ms is None:
+        return ""
+    text = f"**TPOT** {tpot_ms:.1f} ms"
+    if floor_ms:
+        text += f" ({tpot_ms / floor_ms:.1f}x the physical floor of {floor_ms:.2f} ms)"
+    return text
+
+
+def metrics_md(rec: Recording, now: float | None = None, floor_ms: float | None = None) -> str:
     m: Metrics = rec.metrics()
     if rec.status in ("pending",):
         return "_waiting…_"
@@ -30,6 +51,8 @@ def metrics_md(rec: Recording, now: float | None = None) -> str:
     parts.append(f"**tokens** {m.completion_tokens if m.completion_tokens is not None else '-'}")
     if m.decode_tok_s is not None:
         parts.append(f"**decode** {m.decode_tok_s:.0f} tok/s")
+    if m.tpot_ms is not None:
+        parts.append(floor_text(m.tpot_ms, floor_ms))
     line = " · ".join(parts)
     if not rec.raw.streaming and m.e2e_ms is not None:
         line += (f"\n\n⏳ The user stares at an empty screen for the whole "

@@ -5,15 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from playground.client import http_get
 from playground.server import free_port
 from playground.settings import REPO_ROOT
+from tests.apphelp import wait_listening
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -35,15 +34,7 @@ def app_url(vllm_server: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
                                 stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:
-        for _ in range(240):  # bounded wait for the app to listen
-            try:
-                if http_get(url, timeout_s=1)[0] == 200:
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None:
-                raise RuntimeError(f"app exited: {(log / 'test-app.log').read_text()[-2000:]}")
-            time.sleep(0.5)
+        wait_listening(url, proc, log / "test-app.log")
         yield url
     finally:
         proc.terminate()  # the app stops the servers it started, then exits

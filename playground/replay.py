@@ -1,0 +1,212 @@
+"""Recordings: a measured comparison saved with its raw timestamps, and replayed with no server.
+
+Format "qwen-latency-lab/recording", version 1 (a JSON file; docs in README "Replay"):
+
+    {"format": "qwen-latency-lab/recording", "version": 1, "title": str, "created": str,
+     "environment": {...}, "prompt": str,
+     "columns": [{"variant": {...}, "request": {...body, no key...}, "status": str,
+                  "t_send": 0.0, "t_headers": s, "t_first_chunk": s, "t_last": s,
+                  "tokens": [[t, reasoning_text, content_text], ...],  # streaming only
+                  "content": str, "reasoning": str, "usage": {...}, "finish_reason": str,
+                  "http_status": int, "server_metrics": {...} | null, "error": {...} | null,
+                  "metrics": {...as measured...}}]}
+
+Times are seconds from the earliest `t_send` of the comparison, so the columns keep their
+relative order and pace. Replay feeds the same events the live client would, at the recorded
+offsets, into ordinary `Recording`s: the UI renders a replay exactly like a live run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .client import Clock, Event
+from .errors import PresetError, StreamError
+from .metrics import RawTimings, Usage
+from .presets import Variant, first_error
+from .request import ChatRequest
+from .runner import Recording
+
+FORMAT = "qwen-latency-lab/recording"
+VERSION = 1
+MAX_BYTES = 20 * 2**20  # a recording larger than this is refused (upload limit)
+
+
+class Column(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    variant: dict[str, Any]
+    request: dict[str, Any]
+    status: str
+    t_send: float | None
+    t_headers: float | None = None
+    t_first_chunk: float | None = None
+    t_last: float | None = None
+    tokens: list[tuple[float, str, str]] = []
+    content: str = ""
+    reasoning: str = ""
+    usage: dict[str, Any] = {}
+    finish_reason: str | None = None
+    http_status: int | None = None
+    server_metrics: dict[str, float] | None = None
+    error: dict[str, Any] | None = None
+    metrics: dict[str, Any] = {}
+
+
+class RecordingFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["qwen-latency-lab/recording"] = FORMAT
+    version: Literal[1] = VERSION
+    title: str = "recorded comparison"
+    created: str = ""
+    environment: dict[str, Any] = {}
+    prompt: str = ""
+    columns: list[Column] = Field(min_length=1, max_length=8)
+
+
+def _rel(t: float | None, t0: float) -> float | None:
+    return None if t is None else round(t - t0, 6)
+
+
+def from_history(records: Sequence[dict[str, Any]], *, title: str = "recorded comparison",
+                 environment: dict[str, Any] | None = None) -> RecordingFile:
+    """A playground run (one `recording_dict` per variant, as in runs/playground/*.jsonl)."""
+    rows = [r for r in records if "raw" in r and "variant" in r]
+    if not rows:
+        raise PresetError("(file)", "holds no recorded request (expected a playground run "
+                          "history JSONL or a recording JSON)")
+    sends = [r["raw"]["t_send"] for r in rows if r["raw"].get("t_send") is not None]
+    t0 = min(sends) if sends else 0.0
+    columns = []
+    for r in rows:
+        raw = r["raw"]
+        texts = raw.get("token_text") or [("", "")] * len(raw.get("token_times", []))
+        tokens = [(round(t - t0, 6), rs, ct) for t, (rs, ct) in zip(
+            raw.get("token_times", []), texts, strict=False)]
+        columns.append(Column(
+            variant=r["variant"], request=r["request"], status=r["status"],
+            t_send=_rel(raw.get("t_send"), t0), t_headers=_rel(raw.get("t_headers"), t0),
+            t_first_chunk=_rel(raw.get("t_first_chunk"), t0),
+            t_last=_rel(raw.get("t_last"), t0), tokens=tokens if raw["streaming"] else [],
+            content=r.get("content", ""), reasoning=r.get("reasoning", ""),
+            usage=raw.get("usage") or {}, finish_reason=raw.get("finish_reason"),
+            http_status=raw.get("http_status"), server_metrics=raw.get("server_metrics"),
+            error=r.get("error"), metrics=r.get("metrics") or {}))
+    prompt = next((m["content"] for m in reversed(rows[0]["request"].get("messages", []))
+                   if m.get("role") == "user"), "")
+    return RecordingFile(title=title, created=time.strftime("%Y-%m-%d %H:%M"),
+                         environment=environment or {}, prompt=prompt, columns=columns)
+
+
+def load(path: Path) -> RecordingFile:
+    """A recording JSON, or a playground run history JSONL (converted)."""
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise PresetError("(file)", f"is larger than {MAX_BYTES // 2**20} MiB",
+                              source=str(path))
+        text = path.read_text("utf-8")
+    except OSError as e:
+        raise PresetError("(file)", f"cannot read: {e.strerror}", source=str(path)) from None
+    if path.suffix == ".jsonl":
+        lines = []
+        for line in text.splitlines():
+            try:
+                lines.append(json.loads(line))
+            except ValueError:
+                continue  # a torn last line
+        return from_history(lines, title=path.stem)
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise PresetError("(file)", f"not valid JSON: {e}", source=str(path)) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise PresetError("format", f"expected {FORMAT!r} (a qwen-latency-lab recording)",
+                          source=str(path))
+    if data.get("version") != VERSION:
+        raise PresetError("version", f"{data.get('version')!r} is not supported; this "
+                          f"version reads version {VERSION}", source=str(path))
+    try:
+        return RecordingFile.model_validate(data)
+    except ValidationError as e:
+        raise PresetError(*first_error(e), source=str(path)) from None
+
+
+def save(rec: RecordingFile, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(rec.model_dump_json(indent=1), "utf-8")
+    return path
+
+
+def recordings(rec: RecordingFile) -> list[Recording]:
+    """Fresh, empty Recordings for the columns (fed by `play`)."""
+    out = []
+    for col in rec.columns:
+        variant = Variant.model_validate(col.variant)
+        req = ChatRequest(variant.name, dict(col.request))
+        out.append(Recording(variant, req, "replay", RawTimings(streaming=req.stream)))
+    return out
+
+
+def _schedule(col: Column) -> list[tuple[float, Event]]:
+    """The column's events with their recorded offsets (t is filled in when played)."""
+    evs: list[tuple[float, Event]] = []
+    if col.t_send is None:
+        return evs
+    evs.append((col.t_send, Event("sent", 0.0)))
+    if col.t_headers is not None:
+        evs.append((col.t_headers, Event("headers", 0.0, status=col.http_status)))
+    streaming = bool(col.request.get("stream"))
+    if streaming:
+        if col.t_first_chunk is not None and (not col.tokens or col.t_first_chunk
+                                              < col.tokens[0][0]):
+            evs.append((col.t_first_chunk, Event("chunk", 0.0)))  # the role-only chunk
+        for i, (t, rs, ct) in enumerate(col.tokens):
+            last = i == len(col.tokens) - 1
+            evs.append((t, Event("chunk", 0.0, reasoning=rs, content=ct,
+                                 finish_reason=col.finish_reason if last else None)))
+    end = col.t_last if col.t_last is not None else (col.tokens[-1][0] if col.tokens
+                                                     else col.t_send)
+    if not streaming and col.error is None:
+        evs.append((end, Event("chunk", 0.0, reasoning=col.reasoning, content=col.content,
+                               finish_reason=col.finish_reason)))
+    usage = Usage(**{k: col.usage.get(k) for k in Usage.__dataclass_fields__})
+    evs.append((end, Event("usage", 0.0, usage=usage, server_metrics=col.server_metrics)))
+    if col.error is not None:
+        evs.append((end, Event("error", 0.0, error=StreamError(
+            f"(recorded) {col.error.get('type')}: {col.error.get('message')}"))))
+    else:
+        evs.append((end, Event("done", 0.0)))
+    return evs
+
+
+async def play(rec: RecordingFile, recs: Sequence[Recording], *, speed: float = 1.0,
+               clock: Clock = time.perf_counter,
+               sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+               ) -> Sequence[Recording]:
+    """Feed each column's events at its recorded offsets (divided by `speed`)."""
+    if speed <= 0:
+        raise ValueError("speed must be > 0")
+    start = clock()
+
+    async def column(col: Column, r: Recording) -> None:
+        try:
+            for offset, ev in _schedule(col):
+                wait = start + offset / speed - clock()
+                if wait > 0:
+                    await sleep(wait)
+                r.feed(Event(ev.kind, clock(), ev.reasoning, ev.content, ev.finish_reason,
+                             ev.usage, ev.server_metrics, ev.status, ev.error))
+        except asyncio.CancelledError:
+            r.status = "cancelled"
+            raise
+
+    await asyncio.gather(*(column(c, r) for c, r in zip(rec.columns, recs, strict=True)))
+    return recs

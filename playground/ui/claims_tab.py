@@ -1,0 +1,159 @@
+"""The Claims tab: the board (one row per claim), "Run all" with progress, per-claim detail,
+the stakeholder report for download."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import time
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from ..board import (
+    BOARD_HEADERS,
+    BoardEvent,
+    board_rows,
+    claim_figure,
+    run_board,
+    verdict_figure,
+    write_board,
+)
+from ..claims import load_claims
+from .context import UIContext
+
+REFRESH_S = 1.0
+
+
+def _board_dir(ctx: UIContext) -> Path:
+    return ctx.settings.runs_dir / "claims-board"
+
+
+def _saved(ctx: UIContext) -> dict[str, Any] | None:
+    path = _board_dir(ctx) / "latest" / "claims.json"
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _pending_rows(claims: list[Any], done: dict[str, list[str]]) -> list[list[str]]:
+    return [done.get(c.id) or [c.title, c.article, c.checks[0].claimed, "-", "pending", ""]
+            for c in claims]
+
+
+def _api_rows(board: dict[str, Any]) -> list[list[str]]:
+    return [[f"{a['statement']} ({a['article']})", a["outcome"], a["evidence"], a["instead"]]
+            for a in board.get("api_checks", [])]
+
+
+def build(ctx: UIContext) -> None:
+    claims, errors = load_claims(ctx.settings.presets_dir)
+    gr.Markdown("Each claim of the seed articles, run as an experiment on **this** server: "
+                "the article's number next to ours (median, 95% CI) and a verdict -- "
+                "confirmed, refuted or no detectable difference.")
+    if errors:
+        gr.Markdown("⚠️ skipped claim files:\n" + "\n".join(f"- {e}" for e in errors))
+    with gr.Row():
+        with_servers = gr.Checkbox(False, label="include server A/Bs (starts two managed "
+                                   "vLLM servers per claim)")
+        examples = gr.Number(None, label="examples per claim (empty = the claim's)",
+                             precision=0)
+        reps = gr.Number(None, label="repetitions (empty = the claim's)", precision=0)
+        run_btn = gr.Button("Run all", variant="primary", elem_id="claims-run")
+        stop_btn = gr.Button("Stop", variant="stop")
+    progress = gr.Markdown("", elem_id="claims-progress")
+    saved = _saved(ctx)
+    ordered = list(claims.values())
+    board_table = gr.Dataframe(headers=BOARD_HEADERS, interactive=False, wrap=True,
+                               value=board_rows(saved) if saved else _pending_rows(ordered, {}),
+                               elem_id="claims-board")
+    overview = gr.Plot(verdict_figure(saved) if saved else None, label="ours vs claimed",
+                       elem_id="claims-overview")
+    api_table = gr.Dataframe(headers=["statement", "outcome", "evidence", "what works"],
+                             value=_api_rows(saved) if saved else None,
+                             interactive=False, wrap=True, elem_id="claims-api")
+    with gr.Row():
+        pick = gr.Dropdown(list(claims), label="claim detail", scale=1)
+        detail = gr.Markdown("", elem_id="claims-detail")
+    detail_plot = gr.Plot(label="samples")
+    files = gr.File(label="board (JSON, Markdown) and stakeholder report (HTML)",
+                    file_count="multiple", elem_id="claims-files")
+    state = gr.State(saved)
+
+    async def do_run(servers: bool, n_ex: float | None, n_rep: float | None):
+        events: queue.Queue[BoardEvent] = queue.Queue()
+
+        async def pump() -> None:  # on the measuring loop, like every measurement
+            async for ev in run_board(ctx.settings, list(claims.values()), ctx.library,
+                                      with_servers=servers,
+                                      examples=int(n_ex) if n_ex else None,
+                                      repetitions=int(n_rep) if n_rep else None,
+                                      server_note=ctx.server_note):
+                events.put(ev)
+
+        future = ctx.measure.submit(pump())
+        done_rows: dict[str, list[str]] = {}
+        board: dict[str, Any] = {}
+        last = 0.0
+        status = "starting…"
+        try:
+            while True:
+                changed = False
+                while not events.empty():
+                    ev = events.get_nowait()
+                    changed = True
+                    if ev.kind == "progress":
+                        status = (f"<progress value='{ev.index}' max='{ev.total}'></progress> "
+                                  f"claim {ev.index + 1}/{ev.total} **{ev.claim}** · request "
+                                  f"{ev.done}/{ev.requests}")
+                    elif ev.kind == "claim-started":
+                        status = f"claim {ev.index + 1}/{ev.total} **{ev.claim}** …"
+                    elif ev.kind == "claim-done" and ev.result is not None:
+                        partial = {"claims": [ev.result.as_dict()], "api_checks": []}
+                        done_rows[ev.claim] = board_rows(partial)[0]
+                    elif ev.kind == "api-checks":
+                        status = "API statements checked"
+                    elif ev.kind == "finished":
+                        board = ev.board
+                finished = future.done() and events.empty()
+                now = time.monotonic()
+                if changed and (finished or now - last >= REFRESH_S):
+                    last = now
+                    yield {progress: status, board_table: _pending_rows(ordered, done_rows)}
+                if finished:
+                    break
+                await asyncio.sleep(0.1)
+            future.result()
+        finally:
+            if not future.done():  # Stop: cancel; each claim's finished requests stay stored
+                future.cancel()
+        if not board:
+            return
+        out = write_board(board, _board_dir(ctx) / time.strftime("%Y%m%d-%H%M%S"))
+        write_board(board, _board_dir(ctx) / "latest")
+        yield {progress: f"✅ board done · report `{out['html']}`", board_table: board_rows(board),
+               overview: verdict_figure(board), api_table: _api_rows(board),
+               files: [str(p) for p in out.values()], state: board}
+
+    ev = run_btn.click(do_run, [with_servers, examples, reps],
+                       [progress, board_table, overview, api_table, files, state],
+                       api_name=False, concurrency_limit=1, concurrency_id="claims")
+    stop_btn.click(None, None, None, cancels=[ev], api_name=False)
+
+    def show(claim_id: str | None, board: dict[str, Any] | None) -> list[Any]:
+        claim = claims.get(claim_id or "")
+        if claim is None:
+            return ["", None]
+        found = next((c for c in (board or {}).get("claims", []) if c["id"] == claim_id), None)
+        head = f"### {claim.title}\n> {claim.quote} (article {claim.article})\n\n{claim.note}"
+        if found is None or found["status"] != "done":
+            why = found["reason"] if found else "not run yet -- press Run all"
+            return [f"{head}\n\n**{why}**", None]
+        lines = "\n".join(f"- **{x['verdict']}**: {x['text']}" for x in found["checks"])
+        return [f"{head}\n\n{lines}\n\n{found['n_requests']} timed requests, "
+                f"{found['n_failed']} failed", claim_figure(found)]
+
+    pick.change(show, [pick, state], [detail, detail_plot], api_name=False)

@@ -1,0 +1,82 @@
+"""The Claims tab ("Run all" on the real test server, the offline report) and replay, in
+real Chromium."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from playground.replay import from_history, save
+
+from ..unit.test_replay import recorded
+
+pytestmark = [pytest.mark.browser, pytest.mark.server]
+LONG = 900_000
+
+
+def test_claims_run_all_builds_the_board_and_an_offline_report(page: Page, browser) -> None:  # type: ignore[no-untyped-def]
+    page.get_by_role("tab", name="Claims").click()
+    page.get_by_label("examples per claim (empty = the claim's)").fill("2")
+    page.get_by_label("repetitions (empty = the claim's)").fill("1")
+    page.locator("#claims-run").click()
+    progress = page.locator("#claims-progress")
+    expect(progress).to_contain_text("claim", timeout=120_000)
+    expect(progress).to_contain_text("board done", timeout=LONG)
+    board = page.locator("#claims-board")
+    expect(board).to_contain_text("Streaming cuts the wait")
+    text = board.inner_text()
+    assert "pending" not in text
+    assert re.search(r"confirmed|refuted|no detectable difference", text)
+    assert "not run" in text  # the server A/Bs and the LangChain / Transformers rows
+    expect(page.locator("#claims-api")).to_contain_text("silently ignored")
+    expect(page.locator("#claims-overview .js-plotly-plot")).to_be_visible()
+    pick = page.get_by_label("claim detail", exact=True)
+    pick.click()
+    page.get_by_role("option", name="streaming", exact=True).click()
+    expect(page.locator("#claims-detail")).to_contain_text("first visible character")
+    report = Path(re.search(r"report (\S+\.html)", progress.inner_text()).group(1))  # type: ignore[union-attr]
+    ctx = browser.new_context(offline=True)
+    pg = ctx.new_page()
+    pg.goto(report.as_uri())
+    expect(pg.locator("#board")).to_contain_text("Streaming cuts the wait", timeout=30_000)
+    expect(pg.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)
+    assert pg.locator(".js-plotly-plot").count() >= 3
+    assert "random weights" in pg.content()
+    ctx.close()
+
+
+def ms(text: str, label: str) -> float:
+    m = re.search(label + r"\s+([\d,.]+) ms", text)
+    assert m, text
+    return float(m.group(1).replace(",", ""))
+
+
+def test_replay_restreams_both_columns_in_recorded_order_and_pace(page: Page,
+                                                                  tmp_path: Path) -> None:
+    fast = recorded("fast-stream", True, 10.0,
+                    [(11.0 + 0.1 * i, f"tok{i} ") for i in range(8)], 11.7)
+    slow = recorded("slow-nonstream", False, 10.0, [(0, "the whole answer")], 14.0)
+    path = save(from_history([fast, slow], title="synthetic"), tmp_path / "synthetic.json")
+    page.locator("#replay-panel").get_by_text("Replay a recording").click()
+    page.locator("#replay-panel input[type=file]").set_input_files(str(path))
+    time.sleep(1)  # let the upload land before pressing Replay
+    page.locator("#replay-run").click()
+    expect(page.locator("#replay-info")).to_contain_text("replaying", timeout=30_000)
+    fast_box, slow_box = page.locator("#answer-0 textarea"), page.locator("#answer-1 textarea")
+    expect(fast_box).not_to_have_value("", timeout=30_000)
+    assert slow_box.input_value() == ""  # recorded order: the stream shows text first
+    expect(slow_box).to_have_value("the whole answer", timeout=30_000)
+    expect(fast_box).to_have_value("".join(f"tok{i} " for i in range(8)))
+    expect(page.locator("#metrics-1")).to_contain_text("E2E", timeout=30_000)
+    expect(page.locator("#metrics-0")).to_contain_text("TTFT")
+    fast_text, slow_text = page.locator("#metrics-0").inner_text(), page.locator(
+        "#metrics-1").inner_text()
+    # the replay's own clock readings reproduce the recording (1,000 ms and 4,000 ms), within
+    # a tolerance for a busy machine's timer wake-ups
+    assert abs(ms(fast_text, "TTFT") - fast["metrics"]["ttft_ms"]) <= 500
+    assert abs(ms(slow_text, "E2E") - slow["metrics"]["e2e_ms"]) <= 500
+    assert "non-streaming" in slow_text

@@ -1,0 +1,78 @@
+"""Sharing: --share without internet keeps running locally, auth, warnings, replay mode."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from playground.client import http_get
+from playground.server import free_port
+from playground.settings import Settings
+from playground.ui.app import share_reachable
+from tests.apphelp import wait_listening
+
+
+@contextmanager
+def app(*args: str, env_extra: dict[str, str] | None = None,
+        log: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "PLAYGROUND_AUTH"}
+    env.update({"GRADIO_ANALYTICS_ENABLED": "False", **(env_extra or {})})
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "playground.cli", "ui", "--port",
+                                 str(port), *args], env=env, stdout=out,
+                                stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        wait_listening(url, proc, log, ok=(200, 401))
+        yield url, proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def test_share_without_internet_says_so_and_keeps_running_locally(tmp_path: Path) -> None:
+    log = tmp_path / "app.log"
+    with app("--share", "--replay", env_extra={"PLAYGROUND_SHARE_CHECK": "127.0.0.1:1"},
+             log=log) as (url, proc):
+        assert http_get(url)[0] == 200
+        assert proc.poll() is None
+    text = log.read_text()
+    assert "--share: no internet connection" in text and "keeps running locally" in text
+    assert "has no authentication" in text  # shared mode with no auth warns
+
+
+def test_auth_protects_the_ui_and_the_password_is_never_printed(tmp_path: Path) -> None:
+    log = tmp_path / "app.log"
+    with app("--replay", "--host", "127.0.0.1", env_extra={
+            "PLAYGROUND_AUTH": "demo:s3cret-pass"}, log=log) as (url, _):
+        status, _ = http_get(url + "config")
+        assert status == 401
+    text = log.read_text()
+    assert "s3cret-pass" not in text and "no authentication" not in text
+
+
+def test_malformed_auth_is_rejected_before_start() -> None:
+    with pytest.raises(Exception, match="auth: expected USER:PASSWORD"):
+        Settings(auth="no-colon").auth_pairs()  # type: ignore[arg-type]
+    assert Settings(auth="a:b,c:d").auth_pairs() == [("a", "b"), ("c", "d")]  # type: ignore[arg-type]
+
+
+def test_share_check_reports_an_unreachable_host() -> None:
+    assert share_reachable("127.0.0.1:1", timeout_s=1) is False
+
+
+def test_on_a_space_with_no_server_the_app_starts_in_replay_mode(tmp_path: Path) -> None:
+    log = tmp_path / "app.log"
+    env = {"SPACE_ID": "team/qwen-latency-lab", "PLAYGROUND_BASE_URL": ""}
+    with app("--host", "127.0.0.1", env_extra=env, log=log) as (url, _):
+        status, body = http_get(url + "config")
+        assert status == 200 and "Replay mode" in body
+    assert "replay mode, no server" in log.read_text()
+    assert "vllm" not in log.read_text().lower().replace("vllm server", "")

@@ -1,0 +1,129 @@
+"""Claims: verdict rules on synthetic samples, the shipped claim files, bad files."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from playground.board import board_rows, html_report, markdown
+from playground.claims import Check, ClaimResult, claim_experiment, judge, load_claims
+from playground.presets import PresetLibrary
+from playground.settings import REPO_ROOT
+
+PRESETS = REPO_ROOT / "presets"
+LOWER = Check(metric="e2e_ms", direction="lower", claimed="-50%", claimed_change_pct=-50)
+
+
+def spread(center: float, n: int = 30, width: float = 0.05, seed: int = 0) -> list[float]:
+    rng = random.Random(seed)
+    return [center * (1 + rng.uniform(-width, width)) for _ in range(n)]
+
+
+def test_clear_win_is_confirmed_with_our_magnitude_next_to_the_claim() -> None:
+    r = judge(LOWER, spread(1000), spread(500, seed=1), names=("before", "after"))
+    assert r.verdict == "confirmed"
+    assert r.change is not None and -55 < r.change < -45
+    assert r.change_ci is not None and r.change_ci[1] < 0
+    assert "claimed: -50%" in r.text and "before -> after" in r.text
+
+
+def test_clear_loss_is_refuted() -> None:
+    r = judge(LOWER, spread(500), spread(800, seed=1))
+    assert r.verdict == "refuted"
+    assert r.change_ci is not None and r.change_ci[0] > 0
+
+
+def test_noise_is_no_detectable_difference() -> None:
+    rng = random.Random(7)
+    same = [rng.gauss(1000, 100) for _ in range(60)]
+    r = judge(LOWER, same[:30], same[30:])
+    assert r.verdict == "no detectable difference"
+    assert r.change_ci is not None and r.change_ci[0] <= 0 <= r.change_ci[1]
+
+
+def test_higher_direction_and_rates_in_percentage_points() -> None:
+    check = Check(metric="json_valid", direction="higher", claimed="82% -> 100%")
+    r = judge(check, [0.0] * 10 + [1.0] * 10, [1.0] * 20)
+    assert r.unit == "pp" and r.verdict == "confirmed"
+    assert r.baseline_value == 50 and r.variant_value == 100 and r.change == 50
+    same = judge(check, [1.0] * 10, [1.0] * 10)
+    assert same.verdict == "no detectable difference"
+
+
+def test_too_few_observations_is_not_measurable_with_the_reason() -> None:
+    r = judge(Check(metric="ttfa_ms", direction="higher"), [100.0, 120.0], [],
+              why_missing="thinking never ended")
+    assert r.verdict == "not measurable"
+    assert "thinking never ended" in r.text
+
+
+def test_report_only_checks_carry_no_verdict() -> None:
+    r = judge(Check(metric="tpot_ms", direction="report"), spread(20), spread(40))
+    assert r.verdict == "reported"
+
+
+def test_every_seed_claim_is_a_claim_file_and_builds() -> None:
+    claims, errors = load_claims(PRESETS)
+    assert errors == []
+    assert set(claims) == {"streaming", "thinking", "greedy", "short-prompt", "guided-json",
+                           "eager", "batching", "chunked-prefill", "sdk", "engine", "headline"}
+    library = PresetLibrary(PRESETS, PRESETS / "no-user-presets")
+    for claim in claims.values():
+        if claim.requires:
+            continue
+        exp = claim_experiment(claim, library)
+        assert claim.variant in [v.name for v in exp.variants]
+        assert exp.baseline != claim.variant
+    assert claims["eager"].needs_servers() and not claims["streaming"].needs_servers()
+
+
+def test_bad_claim_file_is_named_and_the_good_ones_still_load(tmp_path: Path) -> None:
+    (tmp_path / "claims").mkdir()
+    shutil.copy(PRESETS / "claims" / "streaming.yaml", tmp_path / "claims")
+    (tmp_path / "claims" / "bad.yaml").write_text(
+        "id: bad\ntitle: t\narticle: '000'\nquote: q\nchecks:\n"
+        "  - {metric: e2e_ms, direction: sideways}\nexperiment: {}\n", "utf-8")
+    (tmp_path / "claims" / "broken.yaml").write_text("id: [unclosed\n", "utf-8")
+    claims, errors = load_claims(tmp_path)
+    assert list(claims) == ["streaming"]
+    assert len(errors) == 2
+    assert any("bad.yaml" in e and "checks.0.direction" in e for e in errors)
+    assert any("broken.yaml" in e and "not valid YAML" in e for e in errors)
+
+
+def test_unknown_variant_under_test_is_rejected() -> None:
+    claims, _ = load_claims(PRESETS)
+    claim = claims["greedy"].model_copy(update={"variant": "nope"})
+    with pytest.raises(Exception, match=r"variant.*'nope'"):
+        claim_experiment(claim, PresetLibrary(PRESETS, PRESETS / "none"))
+
+
+def synthetic_board() -> dict:
+    ok = ClaimResult("streaming", "Streaming helps", "001", "quote", "done",
+                     checks=[judge(LOWER, spread(1000), spread(300, seed=2))],
+                     verdict="confirmed", baseline="a", variant="b", n_requests=60,
+                     wall_s=3.0)
+    skipped = ClaimResult("eager", "Eager", "000", "q", "skipped", reason="needs servers")
+    return {"format": "qwen-latency-lab/claims-board", "version": 1,
+            "environment": {"base_url": "http://x/v1", "machine": {
+                "accelerator": "none (CPU only)", "cpu": "cpu", "cores": 2, "memory_gib": 4},
+                "server_flags": "--enforce-eager", "measured_at": "now",
+                "vllm_version": "0.32.0", "models": ["Qwen/Qwen3-0.6B"], "demo_model": True},
+            "claims": [ok.as_dict(), skipped.as_dict()],
+            "api_checks": [{"id": "x", "article": "000", "statement": "s",
+                            "outcome": "silently ignored", "evidence": "e", "instead": "i"}]}
+
+
+def test_board_rows_markdown_and_report_from_results_alone() -> None:
+    board = synthetic_board()
+    rows = board_rows(board)
+    assert rows[0][4] == "confirmed" and "-70%" in rows[0][3]
+    assert rows[1][4] == "not run: needs servers"
+    md = markdown(board)
+    assert "| Streaming helps |" in md and "silently ignored" in md and "OFFLINE DEMO" in md
+    page = html_report(board)
+    assert "<script src=" not in page  # plotly is inlined: opens offline
+    assert "Method, in plain words" in page and "random weights" in page

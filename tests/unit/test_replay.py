@@ -1,0 +1,138 @@
+"""Recordings: format, conversion from run history, replay order and pace (scripted clock)."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from playground.errors import PresetError
+from playground.metrics import RawTimings, Usage
+from playground.presets import Variant
+from playground.replay import RecordingFile, from_history, load, play, recordings, save
+from playground.request import build
+from playground.runner import Recording
+from playground.tables import recording_dict
+
+
+def recorded(name: str, stream: bool, t0: float, tokens: list[tuple[float, str]],
+             end: float) -> dict:
+    v = Variant(name=name, stream=stream, max_tokens=8)
+    raw = RawTimings(streaming=stream, t_send=t0, t_headers=t0 + 0.01,
+                     t_first_chunk=tokens[0][0] if stream else end,
+                     t_first_content=tokens[0][0] if stream else None, t_last=end,
+                     token_times=[t for t, _ in tokens] if stream else [],
+                     token_text=[("", x) for _, x in tokens] if stream else [],
+                     usage=Usage(prompt_tokens=5, completion_tokens=len(tokens)),
+                     finish_reason="length", http_status=200)
+    rec = Recording(v, build(v, "hi", "m"), "http://server/v1", raw, status="done",
+                    content="".join(x for _, x in tokens))
+    return recording_dict(rec)
+
+
+HISTORY = [recorded("fast", True, 100.0, [(100.2, "a"), (100.3, "b"), (100.5, "c")], 100.5),
+           recorded("slow", False, 100.05, [(0, "x"), (0, "y")], 101.5)]
+
+
+class FakeTime:
+    """Virtual time: sleepers wake in time order; the clock jumps to the next wake-up once
+    every task is blocked."""
+
+    def __init__(self) -> None:
+        self.now = 50.0
+        self.waiters: list[tuple[float, int, asyncio.Future[None]]] = []
+        self.seq = itertools.count()
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, s: float) -> None:
+        fut = asyncio.get_running_loop().create_future()
+        heapq.heappush(self.waiters, (self.now + s, next(self.seq), fut))
+        await fut
+
+    def run(self, coro: object) -> None:
+        async def main() -> None:
+            task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+            while not task.done():
+                for _ in range(10):
+                    await asyncio.sleep(0)
+                if self.waiters:
+                    t, _, fut = heapq.heappop(self.waiters)
+                    self.now = max(self.now, t)
+                    fut.set_result(None)
+            task.result()
+
+        asyncio.run(main())
+
+
+def test_history_to_recording_is_relative_to_the_first_send() -> None:
+    rec = from_history(HISTORY, title="t")
+    fast, slow = rec.columns
+    assert fast.t_send == 0 and slow.t_send == pytest.approx(0.05)
+    assert [t for t, _, _ in fast.tokens] == pytest.approx([0.2, 0.3, 0.5])
+    assert slow.tokens == [] and slow.content == "xy"
+    assert rec.prompt == "hi" and "api_key" not in json.dumps(rec.model_dump())
+
+
+def test_replay_reproduces_order_text_and_timings_on_a_scripted_clock() -> None:
+    rec = from_history(HISTORY)
+    recs = recordings(rec)
+    fake = FakeTime()
+    fake.run(play(rec, recs, clock=fake.clock, sleep=fake.sleep))
+    fast, slow = recs
+    assert fast.content == "abc" and slow.content == "xy"
+    assert fast.status == slow.status == "done"
+    # the replay's own measurements equal the recorded ones (exact on a scripted clock)
+    for r, orig in zip(recs, HISTORY, strict=True):
+        for key in ("ttft_ms", "e2e_ms", "ttfa_ms"):
+            got, want = getattr(r.metrics(), key), orig["metrics"][key]
+            assert (got is None) == (want is None)
+            if want is not None:
+                assert got == pytest.approx(want, abs=1e-6)
+
+
+def test_speed_scales_the_pace() -> None:
+    rec = from_history(HISTORY)
+    recs = recordings(rec)
+    fake = FakeTime()
+    fake.run(play(rec, recs, speed=2.0, clock=fake.clock, sleep=fake.sleep))
+    assert recs[1].metrics().e2e_ms == pytest.approx(HISTORY[1]["metrics"]["e2e_ms"] / 2)
+
+
+def test_save_load_round_trip_and_version_checks(tmp_path: Path) -> None:
+    path = save(from_history(HISTORY, title="t"), tmp_path / "r.json")
+    assert isinstance(load(path), RecordingFile)
+    data = json.loads(path.read_text())
+    for field, value, expect in (("version", 2, "version"), ("format", "other", "format")):
+        bad = tmp_path / f"bad-{field}.json"
+        bad.write_text(json.dumps({**data, field: value}))
+        with pytest.raises(PresetError, match=expect):
+            load(bad)
+    bad = tmp_path / "bad-col.json"
+    bad.write_text(json.dumps({**data, "columns": [{"variant": {}}]}))
+    with pytest.raises(PresetError, match=r"columns\.0"):
+        load(bad)
+
+
+def test_a_run_history_jsonl_loads_directly(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in HISTORY) + "\n{torn", "utf-8")
+    assert [c.variant["name"] for c in load(path).columns] == ["fast", "slow"]
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(PresetError, match="no recorded request"):
+        load(tmp_path / "empty.jsonl")
+
+
+def test_shipped_recordings_load() -> None:
+    from playground.settings import REPO_ROOT
+
+    shipped = sorted((REPO_ROOT / "presets" / "recordings").glob("*.json"))
+    assert shipped
+    for p in shipped:
+        rec = load(p)
+        assert len(rec.columns) >= 2 and rec.environment
