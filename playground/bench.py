@@ -21,7 +21,8 @@ from .client import ClientPool, fetch_server_info
 from .compare import resolve_model
 from .embedded import server_config
 from .errors import ValidationFailed
-from .presets import Experiment, load_dataset
+from .floor import server_floor
+from .presets import Experiment, Variant, load_dataset
 from .runner import Recording, new_recording, run_many
 from .scoring import score
 from .server import ManagedServer, free_port, load_server_presets
@@ -61,6 +62,45 @@ def plan(exp: Experiment, n_examples: int, run_id: str) -> list[Trial]:
     for t in timed:
         trials.append(Trial(len(trials), t.phase, t.variant, t.example, t.repetition, t.nonce))
     return trials
+
+
+BACKGROUND_VARIANT = Variant(name="background-load", stream=True, thinking=False,
+                             temperature=0, max_tokens=256, ignore_eos=True)
+
+
+class BackgroundLoad:
+    """N requests kept in flight (each replaced as it finishes) while a probe runs; stopping
+    cancels them, which closes their streams, which makes vLLM abort them."""
+
+    def __init__(self, pool: ClientPool, base_url: str, model: str, n: int,
+                 timeout_s: float) -> None:
+        self.pool, self.base_url, self.model, self.n = pool, base_url, model, n
+        self.timeout_s = timeout_s
+        self.completed = 0
+        self.failed = 0
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def _lane(self, lane: int) -> None:
+        i = 0
+        while True:
+            req = request.build(BACKGROUND_VARIANT, "Write a long story about a city.",
+                                self.model, nonce=f"background {lane} {i}")
+            rec = new_recording(BACKGROUND_VARIANT, req, self.base_url)
+            await run_many(self.pool, [rec], timeout_s=self.timeout_s)
+            self.completed += rec.error is None
+            self.failed += rec.error is not None
+            i += 1
+
+    async def start(self) -> None:
+        self._tasks = [asyncio.create_task(self._lane(k)) for k in range(self.n)]
+        await asyncio.sleep(0)
+
+    async def stop(self) -> dict[str, Any]:
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        return {"requests_in_flight": self.n, "completed": self.completed,
+                "failed": self.failed, "max_tokens": BACKGROUND_VARIANT.max_tokens}
 
 
 @dataclass
@@ -162,6 +202,8 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
     meta = environment(target, exp, model)
     meta["servers"] = {name: {"base_url": s.config.base_url, "command": s.command()}
                        for name, s in servers.items()}
+    meta["floor_ms"] = await asyncio.to_thread(server_floor, settings, target.base_url,
+                                               settings.api_key_value())
     run_file.append({"kind": "meta", **meta})
     n_warm = sum(t.phase == "warmup" for t in trials)
     yield BenchEvent("started", total=len(trials), path=run_file.path, meta=meta)
@@ -183,12 +225,20 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
     pool = ClientPool(settings.api_key_value(), connect_timeout_s=settings.connect_timeout_s,
                       read_timeout_s=settings.read_timeout_s, timeout_s=settings.timeout_s)
 
+    load = BackgroundLoad(pool, first_url or settings.base_url, model, exp.background,
+                          settings.timeout_s)
+
     async def go() -> None:
         # warm-up sequentially (compiles grammars, fills caches), then the timed trials
         await run_many(pool, recs[:n_warm], concurrency=1, timeout_s=settings.timeout_s,
                        on_done=on_done)
-        await run_many(pool, recs[n_warm:], concurrency=exp.concurrency,
-                       timeout_s=settings.timeout_s, on_done=on_done)
+        await load.start()
+        try:
+            await run_many(pool, recs[n_warm:], concurrency=exp.concurrency,
+                           timeout_s=settings.timeout_s, on_done=on_done)
+        finally:
+            meta["background"] = await load.stop()
+            run_file.append({"kind": "background", **meta["background"]})
 
     task = asyncio.create_task(go())
     try:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from .bench import run_experiment
 from .errors import ValidationFailed
+from .insight import GRID_HEADERS, grid_rows
 from .presets import PresetLibrary, load_experiment
-from .report import SUMMARY_HEADERS, summarize_run, summary_rows, write_outputs
+from .report import SUMMARY_HEADERS, insight_rows, summarize_run, summary_rows, write_outputs
 from .settings import Settings
 from .store import RunStore, read_run
 from .tables import text_table
@@ -31,9 +32,17 @@ def _bar(done: int, total: int, failed: int, width: int = 30) -> str:
     return f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} failed {failed}"
 
 
-def run_bench(settings: Settings, path: Path, out: Path | None) -> int:
+def run_bench(settings: Settings, path: Path, out: Path | None, *,
+              ttft_slo_ms: float | None = None, e2e_slo_ms: float | None = None,
+              background: int | None = None) -> int:
     library = PresetLibrary(settings.presets_dir, settings.user_presets_dir)
     exp = load_experiment(_resolve(path, settings), library)
+    if background is not None:
+        try:
+            exp = exp.model_validate({**exp.model_dump(by_alias=True),
+                                      "background": background})
+        except ValueError:
+            raise ValidationFailed("--background", "must be 0-64 requests") from None
 
     async def go() -> tuple[Path, int]:
         run_path, failed = None, 0
@@ -59,8 +68,8 @@ def run_bench(settings: Settings, path: Path, out: Path | None) -> int:
     run_path, failed = asyncio.run(go())
     records = read_run(run_path)
     out = out or run_path.with_suffix("")
-    paths = write_outputs(records, out)
-    print(report_text(records))
+    paths = write_outputs(records, out, ttft_slo_ms=ttft_slo_ms, e2e_slo_ms=e2e_slo_ms)
+    print(report_text(records, ttft_slo_ms=ttft_slo_ms, e2e_slo_ms=e2e_slo_ms))
     print("\nfiles: " + ", ".join(str(p) for p in paths.values()))
     if failed:
         print(f"error: {failed} timed request(s) failed (see {paths['csv']})", file=sys.stderr)
@@ -68,12 +77,30 @@ def run_bench(settings: Settings, path: Path, out: Path | None) -> int:
     return 0
 
 
-def report_text(records: list[dict]) -> str:
-    summary = summarize_run(records)
+def report_text(records: list[dict], *, ttft_slo_ms: float | None = None,
+                e2e_slo_ms: float | None = None) -> str:
+    summary = summarize_run(records, ttft_slo_ms=ttft_slo_ms, e2e_slo_ms=e2e_slo_ms)
     rows = [dict(zip(SUMMARY_HEADERS, map(str, r), strict=True))
             for r in summary_rows(summary)]
     lines = [text_table(rows, SUMMARY_HEADERS), ""]
     lines += [f"- {c['verdict']}" for c in summary["comparisons"]]
+    extra = insight_rows(summary)
+    heads = ["variant", "first chunk (vllm bench)", "first token (GuideLLM)", "TTFA",
+             f"goodput (TTFT<={ttft_slo_ms}, E2E<={e2e_slo_ms} ms)", "TPOT p50",
+             "x above floor"]
+    table = [dict(zip(heads, [*d, g[1], f[1], f[2]], strict=True))
+             for d, g, f in zip(extra["definitions"], extra["goodput"], extra["floor"],
+                                strict=True)]
+    lines += ["", "TTFT by definition (p50 ms), goodput and the physical floor"
+              + (f" ({summary['floor_ms']:.3f} ms/token)" if summary["floor_ms"] else "") + ":",
+              text_table(table, heads)]
+    if summary["grid"]:
+        grid = [dict(zip(GRID_HEADERS, r, strict=True)) for r in grid_rows(summary["grid"])]
+        lines += ["", "Thinking x guided JSON:", text_table(grid, GRID_HEADERS)]
+    bg = summary.get("background")
+    if bg and bg.get("requests_in_flight"):
+        lines.append(f"\nunder load: {bg['requests_in_flight']} background requests in flight "
+                     f"({bg['completed']} completed, {bg['failed']} failed)")
     if summary["meta"].get("demo_model"):
         lines.append("\nNOTE: the offline demo model (random weights) served this run: "
                      "accuracy is meaningless, timings are real.")

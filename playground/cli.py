@@ -47,6 +47,16 @@ def print_comparison(recs: Sequence[Recording], as_json: bool) -> None:
         print(json.dumps([recording_dict(r) for r in recs], ensure_ascii=False, indent=2))
         return
     print(text_table([row(r) for r in recs]))
+    from dataclasses import asdict
+
+    from .phases import breakdown
+
+    for r in recs:
+        m = r.metrics()
+        b = breakdown(asdict(r.raw), m.e2e_ms, m.ttft_ms) if r.error is None else None
+        if b is not None:
+            parts = " | ".join(f"{name} {ms:,.0f}" for name, ms in b.parts)
+            print(f"  {r.variant.name}: {parts} ms (= E2E {b.e2e_ms:,.0f} ms; {b.source})")
     streaming = [r for r in recs if r.request.stream]
     if len(streaming) < len(recs):
         print("\nnon-streaming: TTFT is not observable; the user sees the first character "
@@ -172,7 +182,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from .benchcli import run_bench
 
     return run_bench(_settings(args), Path(args.experiment), Path(args.out) if args.out
-                     else None)
+                     else None, ttft_slo_ms=args.slo_ttft_ms, e2e_slo_ms=args.slo_e2e_ms,
+                     background=args.background)
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
@@ -270,6 +281,11 @@ def parser() -> argparse.ArgumentParser:
     _connection_args(p)
     p.add_argument("experiment", help="presets/experiments/NAME.yaml, or a path")
     p.add_argument("--out", help="folder for requests.csv, results.json, report.html")
+    p.add_argument("--slo-ttft-ms", type=float, help="goodput objective: first visible "
+                   "character (TTFT; E2E when not streaming) at most this")
+    p.add_argument("--slo-e2e-ms", type=float, help="goodput objective: E2E at most this")
+    p.add_argument("--background", type=int, help="probe under load: keep N (0-64) "
+                   "background requests in flight during the timed trials")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("claims", help="run the seed articles' claims and write the board "

@@ -273,6 +273,9 @@ class Experiment(BaseModel):
     concurrency: int = Field(default=1, ge=1, le=256)
     cache: Literal["cold", "warm"] = "cold"
     seed: int = 0
+    # Probe under load: keep this many background requests in flight against the first
+    # variant's server during the timed trials (bounded: a probe, not a load test).
+    background: int = Field(default=0, ge=0, le=64)
 
     @model_validator(mode="after")
     def _check(self) -> Experiment:

@@ -18,6 +18,7 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.offline
 
+from . import insight
 from .metrics import median
 from .stats import METRICS, compare_medians, describe
 
@@ -45,8 +46,10 @@ def metric_values(rows: Sequence[dict[str, Any]], metric: str) -> list[float]:
     return [v for v in vals if v is not None]
 
 
-def summarize_run(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def summarize_run(records: Sequence[dict[str, Any]], *, ttft_slo_ms: float | None = None,
+                  e2e_slo_ms: float | None = None) -> dict[str, Any]:
     meta, timed = split(records)
+    background = next((r for r in records if r.get("kind") == "background"), None)
     exp = meta.get("experiment", {})
     names = [v["name"] for v in exp.get("variants", [])] or sorted({r["variant"]["name"]
                                                                      for r in timed})
@@ -78,7 +81,19 @@ def summarize_run(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             comparisons.append(asdict(c))
     return {"meta": meta, "baseline": baseline, "variants": variants,
             "comparisons": comparisons, "n_requests": len(timed),
-            "n_failed": sum(r["error"] is not None for r in timed)}
+            "n_failed": sum(r["error"] is not None for r in timed),
+            "phases": insight.median_phases(timed), "definitions": insight.definitions(timed),
+            "slo": {"ttft_ms": ttft_slo_ms, "e2e_ms": e2e_slo_ms},
+            "goodput_pct": insight.goodput(timed, ttft_slo_ms, e2e_slo_ms),
+            "grid": insight.grid(timed) if is_grid(timed) else None,
+            "floor_ms": meta.get("floor_ms"), "background": background}
+
+
+def is_grid(timed: Sequence[dict[str, Any]]) -> bool:
+    """Both thinking settings and both guided-JSON settings among the variants."""
+    keys = {(bool(r["variant"].get("thinking")), bool(r["variant"].get("guided_json")))
+            for r in timed}
+    return len(keys) == 4
 
 
 def server_share(rows: Sequence[dict[str, Any]]) -> dict[str, float | None]:
@@ -179,9 +194,11 @@ def csv_rows(timed: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def write_outputs(records: Sequence[dict[str, Any]], out_dir: Path) -> dict[str, Path]:
+def write_outputs(records: Sequence[dict[str, Any]], out_dir: Path, *,
+                  ttft_slo_ms: float | None = None, e2e_slo_ms: float | None = None
+                  ) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary = summarize_run(records)
+    summary = summarize_run(records, ttft_slo_ms=ttft_slo_ms, e2e_slo_ms=e2e_slo_ms)
     _, timed = split(records)
     paths = {"csv": out_dir / "requests.csv", "json": out_dir / "results.json",
              "html": out_dir / "report.html"}
@@ -199,7 +216,8 @@ def html_report(summary: dict[str, Any], timed: Sequence[dict[str, Any]]) -> str
     meta = summary["meta"]
     exp = meta.get("experiment", {})
     figs = [box_plot(timed, "visible_wait_ms"), box_plot(timed, "ttft_ms"),
-            box_plot(timed, "e2e_ms"), accuracy_plot(summary)]
+            box_plot(timed, "e2e_ms"), insight.phase_figure(summary["phases"]),
+            insight.tpot_floor_figure(timed, summary["floor_ms"]), accuracy_plot(summary)]
     divs = "\n".join(plotly.offline.plot(f, output_type="div", include_plotlyjs=False)
                      for f in figs)
     head = "".join(f"<th>{html.escape(h)}</th>" for h in SUMMARY_HEADERS)
@@ -229,5 +247,59 @@ td,th{{border:1px solid #ccc;padding:4px 8px}}.warn{{background:#fff4e5;padding:
 <h2>Summary (ms)</h2><table><tr>{head}</tr>{body}</table>
 <p>{summary['n_requests']} timed requests, {summary['n_failed']} failed.</p>
 {divs}
+{insight_html(summary)}
 <h2>Method</h2><p>{html.escape(method)}</p><h2>Environment</h2><pre>{env}</pre>
 </body></html>"""
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>"
+                   for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _ms(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:,.0f}"
+
+
+def insight_rows(summary: dict[str, Any]) -> dict[str, list[list[str]]]:
+    """The report's extra tables as rows: TTFT definitions, goodput, floor."""
+    defs = [[n, *[_ms(d[k]) for k in insight.DEFINITIONS]]
+            for n, d in summary["definitions"].items()]
+    good = [[n, "-" if v is None else f"{v:.0f}%"] for n, v in summary["goodput_pct"].items()]
+    floor = summary["floor_ms"]
+    tpots = [[n, _ms(v["metrics"]["tpot_ms"]["p50"]) if v["metrics"]["tpot_ms"]["n"] else "n/a",
+              "n/a" if not floor or not v["metrics"]["tpot_ms"]["n"] else
+              f"{v['metrics']['tpot_ms']['p50'] / floor:.1f}x"]
+             for n, v in summary["variants"].items()]
+    return {"definitions": defs, "goodput": good, "floor": tpots}
+
+
+def insight_html(summary: dict[str, Any]) -> str:
+    rows = insight_rows(summary)
+    slo = summary["slo"]
+    objectives = ", ".join(f"{k.removesuffix('_ms').upper()} <= {v:,.0f} ms"
+                           for k, v in slo.items() if v is not None) or "none set"
+    floor = summary["floor_ms"]
+    floor_txt = (f"Physical floor: {floor:.3f} ms per decode step at batch 1 (weight bytes / "
+                 "memory bandwidth; KV-cache reads, activations and launch overheads ignored; "
+                 "see playground/floor.py)." if floor else
+                 "Physical floor: unknown (the accelerator of a remote server is not known; "
+                 "set PLAYGROUND_ACCELERATOR).")
+    bg = summary.get("background")
+    load = (f"<p>Probe under load: {bg['requests_in_flight']} background requests kept in "
+            f"flight ({bg['max_tokens']} tokens each, {bg['completed']} completed) during the "
+            "timed trials.</p>" if bg and bg.get("requests_in_flight") else "")
+    grid = summary.get("grid")
+    grid_html = ("<h2>Thinking x guided JSON</h2>" + _table(insight.GRID_HEADERS,
+                 insight.grid_rows(grid)) + "<p>Thinking cut off = no answer text, or "
+                 "&lt;think&gt; text in the answer: thinking ran into max_tokens.</p>"
+                 if grid else "")
+    return ("<h2>Why tools disagree: three TTFT definitions (p50 ms, same requests)</h2>"
+            + _table(["variant", *insight.DEFINITIONS.values()], rows["definitions"])
+            + f"<h2>SLO goodput ({html.escape(objectives)})</h2>"
+            + _table(["variant", "requests meeting all objectives"], rows["goodput"])
+            + "<h2>Distance from the hardware's limit</h2>"
+            + _table(["variant", "TPOT p50 (ms)", "x above the floor"], rows["floor"])
+            + f"<p>{html.escape(floor_txt)}</p>{load}{grid_html}")

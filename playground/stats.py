@@ -18,6 +18,7 @@ METRICS = {
     "visible_wait_ms": "first visible character",
     "e2e_ms": "E2E",
     "tpot_ms": "TPOT",
+    "first_chunk_ms": "first SSE chunk (vllm bench serve's TTFT)",
 }
 
 

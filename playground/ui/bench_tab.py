@@ -11,11 +11,13 @@ import gradio as gr
 
 from ..bench import BenchEvent, run_experiment
 from ..errors import PlaygroundError
+from ..insight import GRID_HEADERS, grid_rows, phase_figure, tpot_floor_figure
 from ..presets import load_experiment
 from ..report import (
     SUMMARY_HEADERS,
     accuracy_plot,
     box_plot,
+    insight_rows,
     split,
     summarize_run,
     summary_rows,
@@ -35,15 +37,35 @@ def _runs(ctx: UIContext) -> list[str]:
     return [str(p) for p in RunStore(ctx.settings.runs_dir).list_runs("bench")]
 
 
-def _views(records: list[dict[str, Any]]) -> tuple[list[list[Any]], str, Any, Any, Any]:
-    summary = summarize_run(records)
+WAIT_METRICS = {"first visible character": "visible_wait_ms",
+                "TTFT: first SSE chunk (vllm bench serve)": "first_chunk_ms",
+                "TTFT: first token (GuideLLM)": "ttft_ms", "TTFA: first answer token": "ttfa_ms"}
+
+
+def _views(records: list[dict[str, Any]], wait: str = "visible_wait_ms",
+           ttft_slo: float | None = None, e2e_slo: float | None = None) -> tuple[Any, ...]:
+    summary = summarize_run(records, ttft_slo_ms=ttft_slo or None, e2e_slo_ms=e2e_slo or None)
     _, timed = split(records)
     verdicts = "\n".join(f"- {c['verdict']}" for c in summary["comparisons"]) or "_no data_"
     if summary["meta"].get("demo_model"):
         verdicts += ("\n\n⚠️ Offline demo model (random weights): accuracy is meaningless, "
                      "timings are real.")
-    return (summary_rows(summary), verdicts, box_plot(timed, "visible_wait_ms"),
-            box_plot(timed, "e2e_ms"), accuracy_plot(summary))
+    bg = summary.get("background") or summary["meta"].get("background")
+    if bg and bg.get("requests_in_flight"):
+        verdicts += (f"\n\n🔁 Under load: {bg['requests_in_flight']} background requests "
+                     "kept in flight during the timed trials.")
+    extra = insight_rows(summary)
+    why = [[d[0], *d[1:], g[1], f[1], f[2]] for d, g, f in zip(
+        extra["definitions"], extra["goodput"], extra["floor"], strict=True)]
+    grid = grid_rows(summary["grid"]) if summary["grid"] else []
+    return (summary_rows(summary), verdicts, box_plot(timed, wait),
+            box_plot(timed, "e2e_ms"), accuracy_plot(summary),
+            phase_figure(summary["phases"]), tpot_floor_figure(timed, summary["floor_ms"]),
+            why, grid)
+
+
+WHY_HEADERS = ["variant", "first chunk (vllm bench) p50", "first token (GuideLLM) p50",
+               "TTFA p50", "goodput (meets all SLOs)", "TPOT p50", "x above physical floor"]
 
 
 def build(ctx: UIContext) -> None:
@@ -52,15 +74,31 @@ def build(ctx: UIContext) -> None:
                                  label="experiment (presets/experiments)", scale=3)
         examples = gr.Number(None, label="examples (empty = experiment's)", precision=0)
         reps = gr.Number(None, label="repetitions (empty = experiment's)", precision=0)
+        background = gr.Number(0, label="background requests (probe under load, 0-64)",
+                               precision=0, minimum=0, maximum=64)
         run_btn = gr.Button("Run benchmark", variant="primary")
         stop_btn = gr.Button("Stop", variant="stop")
+    with gr.Row():
+        ttft_slo = gr.Slider(0, 10_000, 1000, step=50, label="SLO: first visible character "
+                             "<= ms (0 = none)", elem_id="slo-ttft")
+        e2e_slo = gr.Slider(0, 60_000, 10_000, step=500, label="SLO: E2E <= ms (0 = none)",
+                            elem_id="slo-e2e")
+        wait_def = gr.Radio(list(WAIT_METRICS), value="first visible character",
+                            label="wait metric (how tools define TTFT)")
     progress = gr.Markdown("", elem_id="bench-progress")
     verdicts = gr.Markdown("", elem_id="bench-verdicts")
     table = gr.Dataframe(headers=SUMMARY_HEADERS, interactive=False, elem_id="bench-table")
+    why_table = gr.Dataframe(headers=WHY_HEADERS, interactive=False, elem_id="bench-why")
+    grid_table = gr.Dataframe(headers=GRID_HEADERS, interactive=False, elem_id="bench-grid",
+                              label="thinking x guided JSON (when the experiment has all four)")
     with gr.Row():
-        wait_plot = gr.Plot(label="first visible character", elem_id="bench-wait-plot")
+        wait_plot = gr.Plot(label="wait", elem_id="bench-wait-plot")
         e2e_plot = gr.Plot(label="E2E")
+    with gr.Row():
+        phase_plot = gr.Plot(label="where the time went", elem_id="bench-phases")
+        floor_plot = gr.Plot(label="TPOT vs the physical floor", elem_id="bench-floor")
     acc_plot = gr.Plot(label="accuracy")
+    current = gr.State(None)  # the run file shown, for re-rendering on slider changes
     files = gr.File(label="exports (CSV, JSON, HTML report)", file_count="multiple",
                     elem_id="bench-files")
     with gr.Accordion("Past runs", open=False):
@@ -71,14 +109,19 @@ def build(ctx: UIContext) -> None:
             show = gr.Button("Show / compare")
         past = gr.Markdown("")
 
-    view_outputs = [table, verdicts, wait_plot, e2e_plot, acc_plot]
+    view_outputs = [table, verdicts, wait_plot, e2e_plot, acc_plot, phase_plot, floor_plot,
+                    why_table, grid_table]
 
-    async def do_run(name: str, n_examples: float | None, n_reps: float | None):
+    async def do_run(name: str, n_examples: float | None, n_reps: float | None,
+                     n_background: float | None, wait_label: str, t_slo: float,
+                     e_slo: float):
+        wait = WAIT_METRICS.get(wait_label, "visible_wait_ms")
         try:
             exp = load_experiment(ctx.settings.presets_dir / "experiments" / f"{name}.yaml",
                                   ctx.library)
             update = {k: int(v) for k, v in (("examples", n_examples),
-                                              ("repetitions", n_reps)) if v}
+                                              ("repetitions", n_reps),
+                                              ("background", n_background)) if v}
             exp = exp.model_validate({**exp.model_dump(by_alias=True), **update})
         except (PlaygroundError, ValueError) as e:
             raise gr.Error(str(e)) from None
@@ -106,8 +149,9 @@ def build(ctx: UIContext) -> None:
                     bar = (f"<progress value='{latest.done}' max='{latest.total}'></progress> "
                            f"{latest.done}/{latest.total} requests · failed {latest.failed}"
                            f" · run file `{path}`")
-                    yield dict(zip([progress, *view_outputs],
-                                   [bar, *_views(read_run(path))], strict=True))
+                    yield dict(zip([progress, *view_outputs, current],
+                                   [bar, *_views(read_run(path), wait, t_slo, e_slo), path],
+                                   strict=True))
                 if finished:
                     break
                 await asyncio.sleep(0.1)
@@ -118,14 +162,27 @@ def build(ctx: UIContext) -> None:
             if not future.done():  # Stop: cancel; finished requests stay in the JSONL
                 future.cancel()
         if path is not None:
-            out = write_outputs(read_run(path), path.with_suffix(""))
+            out = write_outputs(read_run(path), path.with_suffix(""),
+                                ttft_slo_ms=t_slo or None, e2e_slo_ms=e_slo or None)
             yield {progress: f"✅ done: {path}", files: [str(p) for p in out.values()],
                    run_a: gr.update(choices=_runs(ctx)), run_b: gr.update(choices=_runs(ctx))}
 
-    ev = run_btn.click(do_run, [experiment, examples, reps],
-                       [progress, *view_outputs, files, run_a, run_b], api_name=False,
+    ev = run_btn.click(do_run, [experiment, examples, reps, background, wait_def, ttft_slo,
+                                e2e_slo],
+                       [progress, *view_outputs, current, files, run_a, run_b], api_name=False,
                        concurrency_limit=ctx.concurrency_limit, concurrency_id="bench")
     stop_btn.click(None, None, None, cancels=[ev], api_name=False)
+
+    def rerender(path: Path | None, wait_label: str, t_slo: float, e_slo: float) -> Any:
+        """Slider / definition changes redraw the shown run (live while it runs, too)."""
+        if path is None:
+            return [gr.update()] * len(view_outputs)
+        return list(_views(read_run(Path(path)), WAIT_METRICS.get(wait_label, "visible_wait_ms"),
+                           t_slo, e_slo))
+
+    gr.on([ttft_slo.release, e2e_slo.release, wait_def.change], rerender,
+          [current, wait_def, ttft_slo, e2e_slo], view_outputs, api_name=False,
+          show_progress="hidden")
 
     refresh.click(lambda: [gr.update(choices=_runs(ctx))] * 2, None, [run_a, run_b],
                   api_name=False)

@@ -35,6 +35,8 @@ def test_compare_seed_default_and_all_optimizations(page: Page) -> None:
     expect(page.locator("#metrics-0")).to_contain_text("TTFT n/a (non-streaming)")
     expect(page.locator("#metrics-1")).to_contain_text("TTFA")
     expect(page.locator("#badge-1")).to_contain_text("schema-valid")
+    expect(page.locator("#phases-1")).to_contain_text("prefill")
+    expect(page.locator("#metrics-1")).to_contain_text("physical floor")
     expect(page.locator("#answer-1 textarea")).not_to_have_value("")
     expect(page.locator("#timeline-plot .js-plotly-plot")).to_be_visible()
     expect(page.locator("#bars-plot .js-plotly-plot")).to_be_visible()
@@ -108,7 +110,7 @@ def test_report_opens_offline_in_chromium(browser, tmp_path) -> None:  # type: i
     pg = ctx.new_page()
     pg.goto(html.as_uri())
     expect(pg.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)
-    assert pg.locator(".js-plotly-plot").count() == 4
+    assert pg.locator(".js-plotly-plot").count() == 6
     ctx.close()
 
 

@@ -1,0 +1,66 @@
+"""Phase bars, the grid experiment and the probe under load on the real test server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from playground.compare import compare
+from playground.phases import breakdown
+from playground.presets import Variant
+from playground.server_metrics import running_requests
+from playground.settings import Settings
+
+pytestmark = pytest.mark.server
+
+
+async def test_phase_parts_sum_to_e2e_within_the_stated_residual(settings: Settings) -> None:
+    variants = [Variant(name="s", stream=True, thinking=True, temperature=0, max_tokens=24,
+                        ignore_eos=True),
+                Variant(name="n", stream=False, thinking=False, temperature=0, max_tokens=24,
+                        ignore_eos=True)]
+    recs = await compare(settings, variants, "上海市浦东新区世纪大道100号 王芳 13900000000")
+    for rec in recs:
+        m = rec.metrics()
+        b = breakdown(asdict(rec.raw), m.e2e_ms, m.ttft_ms)
+        assert b is not None and b.source == "server per-request metrics"
+        assert m.e2e_ms is not None
+        parts = dict(b.parts)
+        assert sum(parts.values()) == pytest.approx(m.e2e_ms)
+        # the residual (transport + client) is what the server's parts leave of our E2E:
+        # never negative beyond clock noise, never most of the request
+        assert -0.05 * m.e2e_ms <= b.residual_ms <= 0.5 * m.e2e_ms
+        assert parts["queue"] >= 0 and parts["prefill"] > 0
+
+
+def test_grid_experiment_reports_validity_per_cell_and_leaves_nothing_running(
+        vllm_server: str, tmp_path: Path) -> None:
+    exp = tmp_path / "grid.yaml"
+    text = (Path(__file__).parents[2] / "presets" / "experiments" /
+            "thinking-x-guided-json.yaml").read_text("utf-8")
+    exp.write_text(text.replace("examples: 4", "examples: 2").replace("max_tokens: 160",
+                                                                      "max_tokens: 96"))
+    env = {**os.environ, "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
+    out = subprocess.run([sys.executable, "-m", "playground.cli", "bench", str(exp),
+                          "--base-url", vllm_server, "--out", str(tmp_path / "out"),
+                          "--background", "2", "--slo-ttft-ms", "5000"],
+                         capture_output=True, text=True, timeout=900, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "Thinking x guided JSON:" in out.stdout and "under load: 2 background" in out.stdout
+    summary = json.loads((tmp_path / "out" / "results.json").read_text("utf-8"))["summary"]
+    cells = {(c["thinking"], c["guided_json"]): c for c in summary["grid"]}
+    assert set(cells) == {(False, False), (False, True), (True, False), (True, True)}
+    assert all(c["n"] == 2 and c["failed"] == 0 for c in cells.values())
+    # thinking off + guided: the grammar applies, the bounded schema always closes
+    assert cells[(False, True)]["schema_valid_pct"] == 100
+    # the random-weight model never ends its thinking within max_tokens: flagged as cut off
+    assert cells[(True, True)]["cut_off"] == 2
+    assert summary["background"]["requests_in_flight"] == 2
+    assert set(summary["goodput_pct"]) == {"free", "guided", "thinking-free", "thinking-guided"}
+    assert running_requests(vllm_server) == 0  # the background load was aborted

@@ -1,0 +1,121 @@
+"""Physical floor, phase breakdown, goodput, TTFT definitions and the grid (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from playground.floor import (
+    GPU_BANDWIDTH,
+    QWEN3_0_6B,
+    floor_for,
+    gpu_bandwidth,
+    param_count,
+    weight_bytes,
+)
+from playground.insight import definitions, goodput, grid, thinking_cut_off
+from playground.phases import breakdown, html_bar
+
+
+def test_qwen3_0_6b_bf16_on_h200_by_hand() -> None:
+    # hand count: embedding 151936*1024 = 155,582,464 (tied lm_head: counted once);
+    # per layer: q 1024*2048 + k,v 2*1024*1024 + o 2048*1024 = 6,291,456; MLP 3*1024*3072 =
+    # 9,437,184; norms 2*1024 + 2*128 = 2,304 -> 15,730,944 x 28 = 440,466,432; final norm 1024
+    assert param_count(QWEN3_0_6B) == 155_582_464 + 440_466_432 + 1024 == 596_049_920
+    assert weight_bytes(QWEN3_0_6B) == pytest.approx(1.192e9, rel=1e-3)  # "about 1.19 GB"
+    f = floor_for(QWEN3_0_6B, GPU_BANDWIDTH["H200"], "H200")
+    assert f.ms_per_token == pytest.approx(0.2483, rel=1e-3)  # "about 0.25 ms per step"
+    assert f.times_above(2.483) == pytest.approx(10.0, rel=1e-3)
+    assert "0.248 ms/token" in f.describe()
+
+
+def test_untied_head_and_dtype_change_the_bytes() -> None:
+    untied = {**QWEN3_0_6B, "tie_word_embeddings": False}
+    assert param_count(untied) - param_count(QWEN3_0_6B) == 151936 * 1024
+    assert weight_bytes(QWEN3_0_6B, "float32") == 2 * weight_bytes(QWEN3_0_6B)
+
+
+@pytest.mark.parametrize(("name", "key"), [("NVIDIA H200", "H200"), ("NVIDIA H100 80GB HBM3",
+                                           "H100"), ("NVIDIA GeForce RTX 4090", "RTX 4090"),
+                                           ("NVIDIA A10", "A10"), ("NVIDIA L4", "L4")])
+def test_known_gpus_by_marketing_name(name: str, key: str) -> None:
+    known = gpu_bandwidth(name)
+    assert known is not None and known[0] == GPU_BANDWIDTH[key]
+
+
+def test_unknown_gpu_has_no_floor() -> None:
+    assert gpu_bandwidth("Some Accelerator X") is None
+
+
+def raw(**kw: object) -> dict:
+    base = {"streaming": True, "t_send": 0.0, "t_first_reasoning": None,
+            "t_first_content": 0.1, "t_last": 1.1, "usage": {}, "server_metrics": None}
+    return {**base, **kw}
+
+
+def test_phases_add_up_to_e2e_with_transport_as_the_residual() -> None:
+    sm = {"queue_time_ms": 5.0, "time_to_first_token_ms": 40.0, "generation_time_ms": 900.0}
+    b = breakdown(raw(server_metrics=sm), e2e_ms=1000.0, ttft_ms=100.0)
+    assert b is not None and b.source == "server per-request metrics"
+    assert dict(b.parts) == {"queue": 5.0, "prefill": 40.0, "thinking": 0.0, "answer": 900.0,
+                             "transport + client": 55.0}
+    assert b.total() == pytest.approx(1000.0) and b.residual_ms == 55.0
+    assert "prefill" in html_bar(b)
+
+
+def test_thinking_share_of_decode_from_client_stamps() -> None:
+    sm = {"queue_time_ms": 0.0, "time_to_first_token_ms": 50.0, "generation_time_ms": 1000.0}
+    r = raw(t_first_reasoning=0.1, t_first_content=0.85, t_last=1.1, server_metrics=sm)
+    b = breakdown(r, e2e_ms=1100.0, ttft_ms=100.0)
+    assert b is not None
+    parts = dict(b.parts)
+    assert parts["thinking"] == pytest.approx(750.0) and parts["answer"] == pytest.approx(250.0)
+    never = breakdown(raw(t_first_reasoning=0.1, t_first_content=None, server_metrics=sm),
+                      e2e_ms=1100.0, ttft_ms=100.0)
+    assert never is not None and dict(never.parts)["answer"] == 0
+
+
+def test_non_streaming_split_uses_reasoning_tokens_and_client_only_fallback() -> None:
+    r = raw(streaming=False, usage={"reasoning_tokens": 30, "completion_tokens": 40})
+    b = breakdown(r, e2e_ms=400.0)
+    assert b is not None and b.source == "client timestamps only"
+    assert dict(b.parts) == {"thinking": pytest.approx(300.0), "answer": pytest.approx(100.0)}
+    assert breakdown(r, e2e_ms=None) is None
+
+
+def rec(name: str, ttft: float | None, e2e: float | None, *, error: bool = False,
+        thinking: bool = False, guided: bool = False, content: str = "{}",
+        first_chunk: float | None = None, valid: bool = True) -> dict:
+    return {"variant": {"name": name, "thinking": thinking,
+                        "guided_json": {"name": "s"} if guided else None},
+            "error": {"message": "x"} if error else None, "content": content,
+            "score": {"json_valid": valid, "schema_valid": valid if guided else None},
+            "metrics": {"ttft_ms": ttft, "e2e_ms": e2e, "ttfa_ms": ttft, "tpot_ms": 10.0,
+                        "first_chunk_ms": first_chunk}}
+
+
+def test_goodput_counts_requests_meeting_every_objective() -> None:
+    rows = [rec("a", 100, 900), rec("a", 300, 900), rec("a", 100, 2000), rec("a", 100, 900,
+                                                                             error=True),
+            rec("b", None, 800), rec("b", None, 1200)]  # b is non-streaming: wait = E2E
+    assert goodput(rows, 200, 1000) == {"a": 25.0, "b": 0.0}
+    assert goodput(rows, None, 1000) == {"a": 50.0, "b": 50.0}
+    assert goodput(rows, None, None) == {"a": 75.0, "b": 100.0}
+
+
+def test_three_ttft_definitions_side_by_side() -> None:
+    rows = [rec("a", 50, 500, first_chunk=20), rec("a", 70, 500, first_chunk=40)]
+    assert definitions(rows)["a"] == {"first_chunk_ms": 30.0, "ttft_ms": 60.0, "ttfa_ms": 60.0}
+
+
+def test_grid_cells_validity_overhead_and_cut_off_thinking() -> None:
+    rows = [rec("free", 50, 900, valid=False), rec("guided", 50, 500, guided=True),
+            rec("t-free", 80, 3000, thinking=True, content="", valid=False),
+            rec("t-guided", 80, 3000, thinking=True, guided=True, content="<think> x",
+                valid=False)]
+    rows[1]["metrics"]["tpot_ms"] = 12.5
+    cells = {(c["thinking"], c["guided_json"]): c for c in grid(rows)}
+    assert len(cells) == 4
+    assert cells[(False, True)]["schema_valid_pct"] == 100
+    assert cells[(False, True)]["guided_overhead_tpot_ms"] == pytest.approx(2.5)
+    assert cells[(True, False)]["cut_off"] == 1 and cells[(True, True)]["cut_off"] == 1
+    assert not thinking_cut_off(rows[0])
