@@ -1,0 +1,170 @@
+"""The H200 runs (issue 8/8), run ON the GPU machine after staging (see benchmarks/gpu/README.md).
+
+    python3 benchmarks/gpu/h200.py one-server OUT   # claims, fidelity c=1/32, sweep, grid, ...
+    python3 benchmarks/gpu/h200.py server-ab OUT    # eager and chunked-prefill A/Bs (2 servers)
+
+Everything goes through the project's own CLI and code: one managed vLLM (CUDA graphs, the
+qwen3 reasoning parser, xgrammar without whitespace, per-request metrics) serving the demo
+model at the real Qwen3-0.6B dimensions with --load-format dummy (random weights: outputs are
+gibberish, fixed-length comparisons use ignore_eos; timings are the architecture's real ones).
+Each step has its own time limit; a failed step is recorded (rc, log) and the next one runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from playground import machine  # noqa: E402
+from playground.server import ManagedServer, cpu_demo_config  # noqa: E402
+from playground.store import read_run  # noqa: E402
+
+MODEL = Path("/tmp/model-0.6b")
+PORT = 8000
+SWEEP = [(1, 1), (8, 1), (32, 2), (128, 4)]  # (concurrency, repetitions over 64 examples)
+
+
+def unpack_model() -> None:
+    if not (MODEL / "config.json").exists():
+        with tarfile.open("/tmp/gpu/model.tar.xz") as t:
+            t.extractall("/tmp")  # our own archive
+
+
+def step(name: str, cmd: list[str], out: Path, results: list[dict], timeout: int,
+         env: dict[str, str] | None = None) -> int:
+    logs = out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           env={**os.environ, **(env or {})}, cwd=ROOT)
+        rc, text = p.returncode, p.stdout + "\n--- stderr ---\n" + p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, text = 124, f"timed out after {timeout} s\n{e.stdout or ''}\n{e.stderr or ''}"
+    wall = time.time() - t0
+    (logs / f"{name}.log").write_text(str(text), "utf-8")
+    results.append({"step": name, "rc": rc, "wall_s": round(wall, 1), "cmd": cmd})
+    print(f"[{name}] rc={rc} {wall:.0f}s", flush=True)
+    return rc
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "playground.cli", *args]
+
+
+def sweep_summary(run_dir: Path, concurrency: int) -> dict:
+    records = [r for p in sorted(run_dir.glob("bench/*.jsonl")) for r in read_run(p)
+               if r.get("kind") == "request" and r.get("phase") == "timed"]
+    ok = [r for r in records if r["error"] is None]
+    sends = [r["raw"]["t_send"] for r in ok if r["raw"]["t_send"] is not None]
+    lasts = [r["raw"]["t_last"] for r in ok if r["raw"]["t_last"] is not None]
+    span = max(lasts) - min(sends) if sends and lasts else None
+
+    def p(key: str, q: float) -> float | None:
+        vals = sorted(v for v in (r["metrics"][key] for r in ok) if v is not None)
+        return vals[min(len(vals) - 1, int(q * len(vals)))] if vals else None
+
+    return {"concurrency": concurrency, "n": len(records), "failed": len(records) - len(ok),
+            "ttft_p50_ms": p("ttft_ms", 0.5), "ttft_p95_ms": p("ttft_ms", 0.95),
+            "e2e_p50_ms": p("e2e_ms", 0.5), "e2e_p95_ms": p("e2e_ms", 0.95),
+            "tpot_p50_ms": p("tpot_ms", 0.5),
+            "req_per_s": len(ok) / span if span else None}
+
+
+def one_server(out: Path) -> list[dict]:
+    results: list[dict] = []
+    config = cpu_demo_config(MODEL, port=PORT)  # CUDA graphs on: no --enforce-eager
+    server = ManagedServer(config, out / "logs" / "vllm.log", python=sys.executable)
+    note = " ".join(server.command()[3:])
+    url = config.base_url
+    t0 = time.time()
+    server.start()
+    try:
+        server.wait_ready(timeout_s=400)
+        results.append({"step": "server-start", "rc": 0, "wall_s": round(time.time() - t0, 1),
+                        "cmd": server.command()})
+        runs = Path("/tmp/h200-runs")
+        env = {"PLAYGROUND_RUNS_DIR": str(runs)}
+        step("claims", cli("claims", "--base-url", url, "--out", str(out / "claims"),
+                           "--server-note", note), out, results, 240, env)
+        step("fidelity-c1", [sys.executable, "benchmarks/fidelity.py", "--base-url", url,
+                             "--tokenizer", str(MODEL), "--concurrency", "1",
+                             "--num-prompts", "40", "--json-out",
+                             str(out / "fidelity-c1.json")], out, results, 150)
+        step("fidelity-c32", [sys.executable, "benchmarks/fidelity.py", "--base-url", url,
+                              "--tokenizer", str(MODEL), "--concurrency", "32",
+                              "--num-prompts", "128", "--json-out",
+                              str(out / "fidelity-c32.json")], out, results, 150)
+        sweep = []
+        for conc, reps in SWEEP:
+            exp = Path(f"/tmp/sweep-c{conc}.yaml")
+            exp.write_text(f"name: sweep-c{conc}\ndescription: all-optimizations at "
+                           f"concurrency {conc}\nvariants: [all-optimizations]\nexamples: 64\n"
+                           f"repetitions: {reps}\nwarmup: 2\nconcurrency: {conc}\n", "utf-8")
+            rdir = Path(f"/tmp/sweep-runs-c{conc}")
+            if step(f"sweep-c{conc}", cli("bench", str(exp), "--base-url", url, "--out",
+                                          str(out / f"sweep/c{conc}")), out, results, 120,
+                    {"PLAYGROUND_RUNS_DIR": str(rdir)}) == 0:
+                sweep.append(sweep_summary(rdir, conc))
+        (out / "sweep.json").write_text(json.dumps(sweep, indent=1), "utf-8")
+        step("grid", cli("bench", "thinking-x-guided-json", "--base-url", url, "--out",
+                         str(out / "grid")), out, results, 120, env)
+        step("seed-vs-optimized", cli("bench", "seed-vs-optimized", "--base-url", url,
+                                      "--out", str(out / "seed-vs-optimized"),
+                                      "--slo-ttft-ms", "200", "--slo-e2e-ms", "1000"),
+             out, results, 150, env)
+        step("recording", cli("run", "--base-url", url, "--variant", "seed-default",
+                              "--variant", "all-optimizations", "--record",
+                              str(out / "recording.json"), "--title",
+                              "H200: seed default vs all optimizations",
+                              "--note", f"vLLM on an H200, Qwen3-0.6B dimensions, random "
+                              f"weights; {note}"), out, results, 60, env)
+    finally:
+        server.stop()
+    return results
+
+
+def server_ab(out: Path) -> list[dict]:
+    results: list[dict] = []
+    env = {"PLAYGROUND_SERVE_MODEL": str(MODEL), "PLAYGROUND_RUNS_DIR": "/tmp/h200-ab-runs",
+           "PLAYGROUND_BASE_URL": f"http://127.0.0.1:{PORT}/v1"}
+    for claim in ("eager", "chunked-prefill"):
+        step(f"claim-{claim}", cli("claims", "--only", claim, "--with-servers",
+                                   "--no-api-checks", "--out", str(out / f"claims-{claim}"),
+                                   "--server-note", "two managed servers side by side, "
+                                   "each --gpu-memory-utilization 0.3"),
+             out, results, 280, env)
+    return results
+
+
+def main() -> int:
+    phase, out = sys.argv[1], Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    unpack_model()
+    env = machine.describe()
+    env["nvidia_smi"] = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout
+    try:
+        import vllm
+
+        env["vllm_version"] = vllm.__version__
+    except ImportError as e:
+        env["vllm_version"] = f"not importable: {e}"
+    t0 = time.time()
+    results = one_server(out) if phase == "one-server" else server_ab(out)
+    (out / f"{phase}-environment.json").write_text(json.dumps(env, indent=1), "utf-8")
+    (out / f"{phase}-steps.json").write_text(json.dumps(
+        {"phase": phase, "wall_s": round(time.time() - t0, 1), "steps": results}, indent=1),
+        "utf-8")
+    return 0 if all(r["rc"] == 0 for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
