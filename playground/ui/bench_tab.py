@@ -55,8 +55,11 @@ def _views(records: list[dict[str, Any]], wait: str = "visible_wait_ms",
         verdicts += (f"\n\n🔁 Under load: {bg['requests_in_flight']} background requests "
                      "kept in flight during the timed trials.")
     extra = insight_rows(summary)
-    why = [[d[0], *d[1:], g[1], f[1], f[2]] for d, g, f in zip(
-        extra["definitions"], extra["goodput"], extra["floor"], strict=True)]
+    # joined by variant: mid-run, a variant may have no finished request yet
+    defs = {d[0]: d[1:] for d in extra["definitions"]}
+    good = {g[0]: g[1] for g in extra["goodput"]}
+    why = [[name, *defs.get(name, ["-"] * 3), good.get(name, "-"), tpot, above]
+           for name, tpot, above in extra["floor"]]
     grid = grid_rows(summary["grid"]) if summary["grid"] else []
     return (summary_rows(summary), verdicts, box_plot(timed, wait),
             box_plot(timed, "e2e_ms"), accuracy_plot(summary),

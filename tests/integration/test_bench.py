@@ -64,7 +64,10 @@ def test_bench_writes_consistent_files(vllm_server: str, tmp_path: Path) -> None
     html = (tmp_path / "out" / "report.html").read_text()
     assert "Plotly" in html and "OFFLINE DEMO MODEL" in html
     runs = list((tmp_path / "runs" / "bench").glob("*.jsonl"))
-    assert len(runs) == 1 and len(read_run(runs[0])) == 1 + 12  # meta + every request
+    assert len(runs) == 1
+    kinds = [r["kind"] for r in read_run(runs[0])]
+    # meta first, every request (warm-up included), then the background-load summary
+    assert kinds == ["meta"] + ["request"] * 12 + ["background"]
     # listed and comparable from the CLI
     listed = subprocess.run([sys.executable, "-m", "playground.cli", "runs", "list"],
                             capture_output=True, text=True, env=env, timeout=60)
