@@ -1,0 +1,226 @@
+"""Turn what the H200 runs brought back into docs/results/h200/ (run HERE, not on the GPU).
+
+    python benchmarks/gpu/collect.py ARCHIVE_OR_DIR [ARCHIVE_OR_DIR ...] [--out docs/results/h200]
+
+Each argument is an archive written by `h200.py PHASE DIR ARCHIVE.tgz` (or its unpacked
+folder). Writes: environment.json, steps.json, the claims board (claims.json / .md /
+claims-report.html), fidelity-c1.json, fidelity-c32.json, sweep.json, the grid's and
+seed-vs-optimized's summaries (JSON, per-request CSV, the seed-vs-optimized HTML report),
+PNGs of every plot in those reports (Chromium screenshots), and README.md: every number in
+it is read from those files. The GPU recording goes to presets/recordings/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from playground import insight  # noqa: E402
+from playground.board import BOARD_HEADERS, board_rows  # noqa: E402
+from playground.report import SUMMARY_HEADERS, insight_rows, summary_rows  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+RECORDING = ROOT / "presets" / "recordings" / "h200-seed-vs-optimized.json"
+
+
+def unpack(arg: str, tmp: Path) -> Path:
+    p = Path(arg)
+    if p.is_dir():
+        return p
+    with tarfile.open(p) as t:
+        t.extractall(tmp, filter="data")
+        top = t.getnames()[0].split("/")[0]
+    return tmp / top
+
+
+def load(p: Path) -> Any:
+    return json.loads(p.read_text("utf-8")) if p.exists() else None
+
+
+def screenshots(html: Path, stem: str, out: Path) -> list[Path]:
+    """One PNG per plotly plot of a self-contained report, rendered offline in Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    pngs: list[Path] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1100, "height": 800})
+        page.route("http*://**", lambda route: route.abort())  # offline: nothing to fetch
+        page.goto(html.resolve().as_uri())
+        page.wait_for_selector(".js-plotly-plot .main-svg")
+        for i, plot in enumerate(page.locator(".js-plotly-plot").all(), 1):
+            png = out / f"{stem}-plot-{i}.png"
+            plot.screenshot(path=str(png))
+            pngs.append(png)
+        browser.close()
+    return pngs
+
+
+def slim(results: dict[str, Any]) -> dict[str, Any]:
+    """A bench results.json without the raw per-token timestamps (requests.csv has them
+    per request); the summary is kept whole."""
+    return {"summary": results["summary"], "n_requests": len(results.get("requests", []))}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("inputs", nargs="+")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "results" / "h200"))
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp())
+    dirs = [unpack(x, tmp) for x in a.inputs]
+
+    env: dict[str, Any] = {}
+    steps: dict[str, Any] = {}
+    for d in dirs:
+        for f in d.glob("*-environment.json"):
+            env = env or load(f)
+        for f in d.glob("*-steps.json"):
+            data = load(f)
+            steps[data["phase"]] = data
+        for f in d.glob("steps-so-far.json"):  # a run cut off before it wrote its summary
+            steps.setdefault(d.name, {"phase": d.name, "wall_s": None, "steps": load(f)})
+    (out / "environment.json").write_text(json.dumps(env, indent=1), "utf-8")
+    (out / "steps.json").write_text(json.dumps(steps, indent=1), "utf-8")
+
+    copied: dict[str, Path] = {}
+    for d in dirs:
+        for src, dst in (("claims/claims.json", "claims.json"), ("claims/claims.md", "claims.md"),
+                         ("claims/claims-report.html", "claims-report.html"),
+                         ("fidelity-c1.json", "fidelity-c1.json"),
+                         ("fidelity-c32.json", "fidelity-c32.json"),
+                         ("sweep.json", "sweep.json"),
+                         ("grid/requests.csv", "grid-requests.csv"),
+                         ("seed-vs-optimized/requests.csv", "seed-vs-optimized-requests.csv"),
+                         ("seed-vs-optimized/report.html", "seed-vs-optimized-report.html"),
+                         ("claims-eager/claims.json", "claims-eager.json"),
+                         ("claims-eager/claims.md", "claims-eager.md"),
+                         ("claims-chunked-prefill/claims.json", "claims-chunked-prefill.json"),
+                         ("claims-chunked-prefill/claims.md", "claims-chunked-prefill.md")):
+            if (d / src).exists():
+                shutil.copyfile(d / src, out / dst)
+                copied[dst] = out / dst
+        for name in ("grid", "seed-vs-optimized"):
+            res = load(d / name / "results.json")
+            if res:
+                (out / f"{name}.json").write_text(json.dumps(slim(res), indent=1), "utf-8")
+        if (d / "recording.json").exists():
+            rec = load(d / "recording.json")
+            RECORDING.write_text(json.dumps(rec, indent=1) + "\n", "utf-8")
+
+    pngs: list[Path] = []
+    for stem in ("claims-report", "seed-vs-optimized-report"):
+        if stem + ".html" in copied:
+            pngs += screenshots(copied[stem + ".html"], stem.removesuffix("-report"), out)
+
+    (out / "README.md").write_text(summary_md(out, env, steps, pngs), "utf-8")
+    print(f"wrote {out} ({len(list(out.iterdir()))} files)")
+    return 0
+
+
+def summary_md(out: Path, env: dict[str, Any], steps: dict[str, Any], pngs: list[Path]) -> str:
+    smi = (env.get("nvidia_smi") or "").splitlines()
+    driver = next((ln.split("Driver Version:")[1].split()[0] for ln in smi
+                   if "Driver Version:" in ln), "?")
+    gpus = ", ".join(g.get("name", "?") for g in env.get("gpus", [])) or "?"
+    lines = ["# H200 results (generated by benchmarks/gpu/collect.py)", "",
+             f"- GPU: {gpus}, driver {driver}; vLLM {env.get('vllm_version')}; "
+             f"CPU: {env.get('cpu', '?')}",
+             "- Model: the demo model at the real Qwen3-0.6B dimensions (28 layers, hidden "
+             "1024, vocab 151,936, bf16) served with `--load-format dummy`: RANDOM weights. "
+             "Outputs are gibberish and fixed-length (`ignore_eos` + `max_tokens`) wherever "
+             "lengths are compared; timings are the architecture's real timings.",
+             "- Server: one managed vLLM with CUDA graphs + torch.compile (vLLM's default), "
+             "`--reasoning-parser qwen3`, xgrammar without whitespace, "
+             "`--enable-per-request-metrics`, `--max-model-len 4096`, "
+             "`--gpu-memory-utilization 0.3` (exact command in steps.json).", ""]
+    lines += ["## Runs", "", "| run | step | rc | wall (s) |", "|---|---|---|---|"]
+    for phase, data in steps.items():
+        for s in data["steps"]:
+            lines.append(f"| {phase} | {s['step']} | {s['rc']} | {s['wall_s']} |")
+        if data.get("wall_s") is not None:
+            lines.append(f"| {phase} | **whole run** | | {data['wall_s']} |")
+    board = load(out / "claims.json")
+    if board:
+        lines += ["", "## Claims board", "", md_table(BOARD_HEADERS, board_rows(board)), "",
+                  "API statements: " + "; ".join(f"{c['statement']} -> **{c['outcome']}**"
+                                                 for c in board["api_checks"]),
+                  "", "Full board with evidence: [claims.md](claims.md); stakeholder report: "
+                  "[claims-report.html](claims-report.html)."]
+    for ab in ("eager", "chunked-prefill"):
+        b = load(out / f"claims-{ab}.json")
+        if b:
+            lines += ["", f"### Server A/B: {ab}", "", md_table(BOARD_HEADERS, board_rows(b))]
+    fid = [f for f in (load(out / "fidelity-c1.json"), load(out / "fidelity-c32.json")) if f]
+    if fid:
+        lines += ["", "## Fidelity: this tool vs `vllm bench serve` (same server, interleaved "
+                  "blocks)", "", "| concurrency | n per tool | TTFT p50 vllm bench / ours "
+                  "(ratio) | TPOT p50 vllm bench / ours (ratio) | req/s vllm bench / ours "
+                  "(ratio) |", "|---|---|---|---|---|"]
+        for f in fid:
+            lines.append(
+                f"| {f['concurrency']} | {f['n_per_tool']} | {f['vllm_bench_median_ttft_ms']:.2f}"
+                f" / {f['ours_median_ttft_ms']:.2f} ms ({f['ttft_ratio']:.3f}) | "
+                f"{f['vllm_bench_median_tpot_ms']:.3f} / {f['ours_median_tpot_ms']:.3f} ms "
+                f"({f['tpot_ratio']:.3f}) | {f['vllm_bench_req_s']:.1f} / {f['ours_req_s']:.1f}"
+                f" ({f['throughput_ratio']:.3f}) |")
+    sweep = load(out / "sweep.json")
+    if sweep:
+        lines += ["", "## Concurrency sweep: all-optimizations (64 examples, fixed length)", "",
+                  "| concurrency | n | failed | TTFT p50 / p95 (ms) | E2E p50 / p95 (ms) | "
+                  "TPOT p50 (ms) | req/s |", "|---|---|---|---|---|---|---|"]
+        for s in sweep:
+            lines.append(f"| {s['concurrency']} | {s['n']} | {s['failed']} | "
+                         f"{_f(s['ttft_p50_ms'])} / {_f(s['ttft_p95_ms'])} | "
+                         f"{_f(s['e2e_p50_ms'])} / {_f(s['e2e_p95_ms'])} | "
+                         f"{_f(s['tpot_p50_ms'], 3)} | {_f(s['req_per_s'])} |")
+    for name, title in (("seed-vs-optimized", "Seed default vs all optimizations"),
+                        ("grid", "Thinking x guided JSON")):
+        res = load(out / f"{name}.json")
+        if not res:
+            continue
+        summary = res["summary"]
+        lines += ["", f"## {title}", "", md_table(SUMMARY_HEADERS, summary_rows(summary))]
+        if summary.get("grid"):
+            lines += ["", md_table(insight.GRID_HEADERS, insight.grid_rows(summary["grid"]))]
+        extra = insight_rows(summary)
+        floor = summary.get("floor_ms")
+        lines += ["", f"Physical floor (weights / HBM bandwidth, batch 1): "
+                  f"{_f(floor, 4)} ms per decode step.", "",
+                  md_table(["variant", "TPOT p50", "x above the floor"], extra["floor"])]
+        if summary.get("phases"):
+            ph = summary["phases"]
+            names = sorted({k for v in ph.values() for k in v})
+            lines += ["", "Where the time went (median ms per phase):", "",
+                      md_table(["variant", *names],
+                               [[n, *[_f(v.get(k)) for k in names]] for n, v in ph.items()])]
+    if pngs:
+        lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in pngs]
+    return "\n".join(lines) + "\n"
+
+
+def md_table(headers: list[str], rows: list[list[Any]]) -> str:
+    def cell(v: Any) -> str:
+        return str(v).replace("|", "/").replace("\n", " ")
+
+    return "\n".join(["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+                     + ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows])
+
+
+def _f(v: float | None, nd: int = 1) -> str:
+    return "-" if v is None else f"{v:,.{nd}f}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
