@@ -117,10 +117,22 @@ def one_server(out: Path) -> list[dict]:
         server.wait_ready(timeout_s=400)
         results.append({"step": "server-start", "rc": 0, "wall_s": round(time.time() - t0, 1),
                         "cmd": server.command()})
+        # most wanted first: the archive is refreshed after each step, so a command cut off
+        # by the device's time limit still brings back everything before the cut
         runs = Path("/tmp/h200-runs")
         env = {"PLAYGROUND_RUNS_DIR": str(runs)}
         step("claims", cli("claims", "--base-url", url, "--out", str(out / "claims"),
                            "--server-note", note), out, results, 240, env)
+        step("seed-vs-optimized", cli("bench", "seed-vs-optimized", "--base-url", url,
+                                      "--out", str(out / "seed-vs-optimized"),
+                                      "--slo-ttft-ms", "200", "--slo-e2e-ms", "1000"),
+             out, results, 150, env)
+        step("recording", cli("run", "--base-url", url, "--variant", "seed-default",
+                              "--variant", "all-optimizations", "--record",
+                              str(out / "recording.json"), "--title",
+                              "H200: seed default vs all optimizations",
+                              "--note", f"vLLM on an H200, Qwen3-0.6B dimensions, random "
+                              f"weights; {note}"), out, results, 60, env)
         step("fidelity-c1", [sys.executable, "benchmarks/fidelity.py", "--base-url", url,
                              "--tokenizer", str(MODEL), "--concurrency", "1",
                              "--num-prompts", "40", "--json-out",
@@ -140,19 +152,9 @@ def one_server(out: Path) -> list[dict]:
                                           str(out / f"sweep/c{conc}")), out, results, 120,
                     {"PLAYGROUND_RUNS_DIR": str(rdir)}) == 0:
                 sweep.append(sweep_summary(rdir, conc))
-        (out / "sweep.json").write_text(json.dumps(sweep, indent=1), "utf-8")
+            (out / "sweep.json").write_text(json.dumps(sweep, indent=1), "utf-8")
         step("grid", cli("bench", "thinking-x-guided-json", "--base-url", url, "--out",
                          str(out / "grid")), out, results, 120, env)
-        step("seed-vs-optimized", cli("bench", "seed-vs-optimized", "--base-url", url,
-                                      "--out", str(out / "seed-vs-optimized"),
-                                      "--slo-ttft-ms", "200", "--slo-e2e-ms", "1000"),
-             out, results, 150, env)
-        step("recording", cli("run", "--base-url", url, "--variant", "seed-default",
-                              "--variant", "all-optimizations", "--record",
-                              str(out / "recording.json"), "--title",
-                              "H200: seed default vs all optimizations",
-                              "--note", f"vLLM on an H200, Qwen3-0.6B dimensions, random "
-                              f"weights; {note}"), out, results, 60, env)
     finally:
         server.stop()
     return results
