@@ -88,7 +88,7 @@ def main() -> int:
             env = env or load(f)
         for f in d.glob("*-steps.json"):
             data = load(f)
-            steps[data["phase"]] = data
+            steps[d.name] = data  # keyed by run folder: two runs may share a phase
         for f in d.glob("steps-so-far.json"):  # a run cut off before it wrote its summary
             steps.setdefault(d.name, {"phase": d.name, "wall_s": None, "steps": load(f)})
     (out / "environment.json").write_text(json.dumps(env, indent=1), "utf-8")
