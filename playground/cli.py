@@ -63,12 +63,26 @@ def print_comparison(recs: Sequence[Recording], as_json: bool) -> None:
               "only when the whole answer arrives (first char = E2E).")
 
 
+def _read_prompt_file(path: str) -> str:
+    """A prompt from a file, size-checked before it is read whole."""
+    from .preflight import MAX_PROMPT_CHARS, check_prompt
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read(MAX_PROMPT_CHARS + 1)
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValidationFailed("--prompt-file", f"cannot read {path}: {e}") from None
+    check_prompt(text)
+    return text
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     library = PresetLibrary(settings.presets_dir, settings.user_presets_dir)
     variants = [_variant(v, library, settings) for v in args.variant or
                 ["seed-default", "all-optimizations"]]
-    recs = asyncio.run(compare(settings, variants, args.prompt, sequential=args.sequential))
+    prompt = _read_prompt_file(args.prompt_file) if args.prompt_file else args.prompt
+    recs = asyncio.run(compare(settings, variants, prompt, sequential=args.sequential))
     print_comparison(recs, args.json)
     from .store import RunStore
 
@@ -241,6 +255,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", action="append", help="preset name or YAML path (repeatable; "
                    "default: seed-default and all-optimizations)")
     p.add_argument("--prompt", default=DEFAULT_PROMPT)
+    p.add_argument("--prompt-file", help="read the prompt from this UTF-8 file instead")
     p.add_argument("--sequential", action="store_true", help="one after another ('fair' mode)")
     p.add_argument("--json", action="store_true", help="print the full results as JSON")
     p.add_argument("--record", help="also save the comparison as a replayable recording JSON")

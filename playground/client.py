@@ -105,7 +105,7 @@ class Backend:
                 yield Event("sent", sent[0] if sent else t_before)
             yield Event("error", t, error=map_error(e, self.base_url))
             return
-        except StreamError as e:
+        except (StreamError, RequestTimeout) as e:
             yield Event("error", clock(), error=e)
             return
         finally:
@@ -122,11 +122,18 @@ class Backend:
                     continue
                 for ev in _chunk_events(chunk, t):
                     yield ev
+        except openai.APITimeoutError as e:  # the stream stalled after it started
+            raise RequestTimeout("the stream stalled: no data within the read timeout",
+                                 hint="raise the read timeout, or check the server") from e
+        except openai.APIConnectionError as e:  # the connection dropped after it started
+            raise StreamError(f"the stream broke after it started: {_root_cause(e)}",
+                              hint="the server closed the connection mid-answer -- was it "
+                                   "stopped, killed or restarted?") from e
         except openai.APIError:
             raise
-        except Exception as e:  # transport errors mid-stream (server killed, malformed SSE)
+        except Exception as e:  # not an SSE JSON event (malformed stream, a proxy in between)
             raise StreamError(f"the stream broke: {type(e).__name__}: {e}",
-                              hint="the partial output above was kept") from e
+                              hint="the server sent an event that is not JSON") from e
         finally:
             await stream.close()  # closing aborts the request in vLLM
 
@@ -271,11 +278,22 @@ def fetch_server_info(base_url: str, api_key: str | None, timeout_s: float = 5.0
     except (urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", e)
         raise ServerUnavailable(base_url, str(reason)) from None
-    if mstatus != 200:
+    if mstatus in (401, 403):
         raise RequestRejected(mstatus, _error_text(mbody))
-    version = json.loads(vbody).get("version") if vstatus == 200 else None
+    try:
+        data = json.loads(mbody) if mstatus == 200 else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):  # a web server, but not an OpenAI-compatible API
+        raise ServerUnavailable(base_url, f"something answers there, but GET /models gave "
+                                f"HTTP {mstatus}, not an OpenAI model list -- wrong port, "
+                                f"or a base URL without /v1?")
+    try:
+        version = json.loads(vbody).get("version") if vstatus == 200 else None
+    except (ValueError, AttributeError):
+        version = None
     models = [ModelInfo(m["id"], m.get("root"), m.get("max_model_len"))
-              for m in json.loads(mbody).get("data", [])]
+              for m in data.get("data", [])]
     return ServerInfo(base_url, health == 200, version, models)
 
 

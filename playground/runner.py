@@ -108,7 +108,7 @@ async def _drive(pool: ClientPool, rec: Recording, clock: Clock, timeout_s: floa
                 notify.put_nowait(index)
     except TimeoutError:
         rec.error = RequestTimeout(f"no complete answer within {timeout_s:.0f} s",
-                                   hint="the partial output was kept; raise the timeout or "
+                                   hint="raise the timeout or "
                                         "lower max_tokens")
         rec.status = "error"
     except asyncio.CancelledError:

@@ -23,7 +23,9 @@ def preview(text: str, width: int = 40) -> str:
 def row(rec: Recording) -> dict[str, str]:
     m = rec.metrics()
     if rec.error is not None:
-        out = f"ERROR: {rec.error}"
+        kept = rec.content or rec.reasoning
+        out = (f"PARTIAL ({len(kept):,} chars kept: {preview(kept, 24)}) " if kept else "") + \
+            f"ERROR: {rec.error}"
     else:
         out = preview(rec.content) or ("(reasoning only) " + preview(rec.reasoning, 24)
                                        if rec.reasoning else "(empty)")

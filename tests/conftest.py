@@ -15,6 +15,9 @@ import pytest
 from playground import demo_model
 from playground.server import ManagedServer, cpu_demo_config, free_port
 from playground.settings import REPO_ROOT, Settings
+from tests.reliability import observed, pytest_runtest_makereport, pytest_sessionfinish
+
+__all__ = ["observed", "pytest_runtest_makereport", "pytest_sessionfinish"]
 
 
 @pytest.fixture(scope="session")

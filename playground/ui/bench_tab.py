@@ -29,8 +29,17 @@ from .context import UIContext
 REFRESH_S = 1.0
 
 
-def _experiments(ctx: UIContext) -> list[str]:
-    return sorted(p.stem for p in (ctx.settings.presets_dir / "experiments").glob("*.yaml"))
+def _experiments(ctx: UIContext) -> tuple[list[str], list[str]]:
+    """The experiments that load, and a readable error (file, field, reason) per bad one."""
+    good: list[str] = []
+    bad: list[str] = []
+    for path in sorted((ctx.settings.presets_dir / "experiments").glob("*.yaml")):
+        try:
+            load_experiment(path, ctx.library)
+            good.append(path.stem)
+        except PlaygroundError as e:
+            bad.append(str(e))
+    return good, bad
 
 
 def _runs(ctx: UIContext) -> list[str]:
@@ -73,7 +82,9 @@ WHY_HEADERS = ["variant", "first chunk (vllm bench) p50", "first token (GuideLLM
 
 def build(ctx: UIContext) -> None:
     with gr.Row():
-        experiment = gr.Dropdown(_experiments(ctx), value="seed-vs-optimized",
+        names, bad = _experiments(ctx)
+        experiment = gr.Dropdown(names, value="seed-vs-optimized" if "seed-vs-optimized" in
+                                 names else (names[0] if names else None),
                                  label="experiment (presets/experiments)", scale=3)
         examples = gr.Number(None, label="examples (empty = experiment's)", precision=0)
         reps = gr.Number(None, label="repetitions (empty = experiment's)", precision=0)
@@ -81,6 +92,9 @@ def build(ctx: UIContext) -> None:
                                precision=0, minimum=0, maximum=64)
         run_btn = gr.Button("Run benchmark", variant="primary")
         stop_btn = gr.Button("Stop", variant="stop")
+    if bad:
+        gr.Markdown("⚠️ Skipped bad experiment files (the others are listed):\n"
+                    + "\n".join(f"- {e}" for e in bad), elem_id="bad-experiments")
     with gr.Row():
         ttft_slo = gr.Slider(0, 10_000, 1000, step=50, label="SLO: first visible character "
                              "<= ms (0 = none)", elem_id="slo-ttft")

@@ -14,6 +14,7 @@ from .. import plots, request
 from ..client import fetch_server_info
 from ..embedded import model_note
 from ..errors import PlaygroundError, ValidationFailed
+from ..preflight import check_prompt, preflight
 from ..runner import Recording, new_recording, run_to_end
 from ..tables import recording_dict
 from . import replay_panel
@@ -143,6 +144,9 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         model = gr.Dropdown([], label="model", allow_custom_value=True, scale=2)
         connect = gr.Button("Connect", scale=1)
     server_status = gr.Markdown("_connecting…_", elem_id="server-status")
+    if ctx.library.errors:
+        gr.Markdown("⚠️ Skipped bad preset files (the good ones are loaded):\n"
+                    + "\n".join(f"- {e}" for e in ctx.library.errors), elem_id="bad-presets")
 
     prompt = gr.Textbox(ctx.examples[0] if ctx.examples else "", label="prompt", lines=2,
                         max_length=MAX_PROMPT_CHARS)
@@ -224,15 +228,21 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
             gr.Warning("prompt: is empty -- type a prompt or pick an example")
             yield cleared
             return
+        try:
+            check_prompt(text)
+        except ValidationFailed as e:
+            gr.Warning(str(e))
+            yield cleared
+            return
         model_name = data[model]
-        if not model_name:
-            try:
-                info = fetch_server_info(url, key)
-                model_name = info.models[0].id if info.models else None
-            except PlaygroundError as e:
-                gr.Warning(str(e))
-                yield {**cleared, **{c.error: f"❌ {e}" for c in columns[:n]}}
-                return
+        try:
+            info = fetch_server_info(url, key)
+            model_name = model_name or (info.models[0].id if info.models else None)
+        except PlaygroundError as e:
+            gr.Warning(str(e))
+            yield {**cleared, **{c.error: f"❌ {e}" for c in columns[:n]}}
+            return
+        limit = next((m.max_model_len for m in info.models if m.id == model_name), None)
         recs: list[Recording] = []
         slots: list[Column] = []
         for i, c in enumerate(columns[:n]):
@@ -240,6 +250,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
             try:
                 v = variant_from_controls(_controls_values(data[c.preset] or f"variant-{i + 1}",
                                                            vals), ctx.library)
+                await asyncio.to_thread(preflight, url, key, model_name or "", limit, v, text)
             except ValidationFailed as e:
                 cleared[c.error] = f"❌ **not sent** -- {e}"
                 continue

@@ -21,9 +21,21 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 
 
 @pytest.fixture(scope="session")
-def app_url(vllm_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def app_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The app's run folder (PLAYGROUND_RUNS_DIR): tests grep what it wrote."""
+    return tmp_path_factory.mktemp("runs")
+
+
+@pytest.fixture(scope="session")
+def app_log() -> Path:
+    return REPO_ROOT / ".cache" / "logs" / "test-app.log"
+
+
+@pytest.fixture(scope="session")
+def app_url(vllm_server: str, tmp_path_factory: pytest.TempPathFactory,
+            app_runs: Path) -> Iterator[str]:
     port = free_port()
-    runs = tmp_path_factory.mktemp("runs")
+    runs = app_runs
     env = {**os.environ, "PLAYGROUND_BASE_URL": vllm_server, "GRADIO_SERVER_PORT": str(port),
            "PLAYGROUND_RUNS_DIR": str(runs), "GRADIO_ANALYTICS_ENABLED": "False",
            "PLAYGROUND_USER_PRESETS_DIR": str(tmp_path_factory.mktemp("user_presets"))}

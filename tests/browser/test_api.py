@@ -24,3 +24,32 @@ def test_compare_endpoint_unknown_preset(app_url: str) -> None:
     client = Client(app_url, verbose=False)
     with pytest.raises(Exception, match="unknown preset"):
         client.predict("x", ["nope"], api_name="/compare")
+
+
+@pytest.mark.reliability(case="10 concurrent users (gradio_client sessions)", where="each "
+                         "gets its own results; all run at once (limit 16)", order=45)
+def test_ten_users_at_once_each_get_their_own_results(app_url: str, observed) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    n = 10
+    barrier = Barrier(n)
+
+    def user(i: int) -> tuple[int, list[dict]]:
+        client = Client(app_url, verbose=False)  # its own session
+        barrier.wait(timeout=120)
+        return i, client.predict(f"用户{i}: 上海市徐汇区{i}号 电话1380000{i:04d}",
+                                 ["fixed-64-stream"], api_name="/compare")
+
+    with ThreadPoolExecutor(n) as pool:
+        results = list(pool.map(user, range(n)))
+    spans = []
+    for i, (rec,) in results:
+        assert rec["error"] is None and rec["metrics"]["completion_tokens"] == 64
+        assert f"用户{i}:" in rec["request"]["messages"][-1]["content"]  # its own prompt
+        assert all(f"用户{j}:" not in str(rec) for j in range(n) if j != i)
+        spans.append((rec["raw"]["t_send"], rec["raw"]["t_last"]))
+    # the app's clock for all: how many were in flight at once (an order, not a duration)
+    peak = max(sum(1 for s, e in spans if s <= t <= e) for t, _ in spans)
+    observed(f"{n} users, {n} results each with its own prompt; up to {peak} in flight at once")
+    assert peak >= 2  # not one after another

@@ -90,7 +90,10 @@ def test_failed_requests_give_a_nonzero_exit_with_a_count(vllm_server: str,
     assert "2 timed request(s) failed" in out.stderr
 
 
-def test_killed_benchmark_leaves_a_readable_jsonl(vllm_server: str, tmp_path: Path) -> None:
+@pytest.mark.reliability(case="the app killed (SIGKILL) during a benchmark", where="the run's "
+                         "JSONL: every line readable, every finished request in it", order=42)
+def test_killed_benchmark_leaves_a_readable_jsonl(vllm_server: str, tmp_path: Path,
+                                                  observed) -> None:
     (tmp_path / "long.yaml").write_text(
         "name: long\nvariants: [fixed-64-stream]\nrepetitions: 20\nexamples: 5\nwarmup: 0\n")
     runs = tmp_path / "runs"
@@ -113,4 +116,5 @@ def test_killed_benchmark_leaves_a_readable_jsonl(vllm_server: str, tmp_path: Pa
     records = [json.loads(line) for line in lines]  # every line is complete JSON
     requests = [r for r in records if r["kind"] == "request"]
     assert 3 <= len(requests) < 100
+    observed(f"{len(lines)} lines, all valid JSON; {len(requests)} finished requests kept")
     assert all(r["metrics"]["completion_tokens"] == 64 for r in requests)

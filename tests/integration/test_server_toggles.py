@@ -86,8 +86,12 @@ async def test_per_request_server_metrics_arrive(settings: Settings) -> None:
     assert rec.raw.server_metrics and "time_to_first_token_ms" in rec.raw.server_metrics
 
 
-async def test_400_names_the_parameter(settings: Settings) -> None:
+@pytest.mark.reliability(case="the server's 400 when not caught before (parameter named)",
+                         where="the variant's column", order=29)
+async def test_400_names_the_parameter(settings: Settings, observed) -> None:
+    # straight to the runner, past the pre-send checks: what a server-only rule looks like
     (rec,) = await go(settings, fixed("big", max_tokens=100_000))
+    observed(str(rec.error))
     assert isinstance(rec.error, RequestRejected)
     assert rec.error.status == 400 and rec.error.param == "max_tokens"
     assert "max_tokens" in str(rec.error)
@@ -112,7 +116,10 @@ async def test_sequential_mode_runs_one_after_another(settings: Settings) -> Non
     assert b.raw.t_send >= a.raw.t_last
 
 
-async def test_closing_the_run_aborts_the_request_on_the_server(settings: Settings) -> None:
+@pytest.mark.reliability(case="Stop during a run", where="the column shows 'stopped', partial "
+                         "output kept; running requests on the server return to 0", order=40)
+async def test_closing_the_run_aborts_the_request_on_the_server(settings: Settings,
+                                                                observed) -> None:
     v = fixed("long", stream=True, max_tokens=1500)
     rec = new_recording(v, request.build(v, PROMPT, MODEL), settings.base_url)
     pool = ClientPool("EMPTY")
@@ -126,5 +133,8 @@ async def test_closing_the_run_aborts_the_request_on_the_server(settings: Settin
         if running_requests(settings.base_url) == 0:
             break
         await asyncio.sleep(0.1)
-    assert running_requests(settings.base_url) == 0
+    running = running_requests(settings.base_url)
+    observed(f"status {rec.status}, {len(rec.content)} chars kept, running on the server: "
+             f"{running}")
+    assert running == 0
     await pool.aclose()

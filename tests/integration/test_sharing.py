@@ -37,7 +37,11 @@ def app(*args: str, env_extra: dict[str, str] | None = None,
         proc.wait(timeout=60)
 
 
-def test_share_without_internet_says_so_and_keeps_running_locally(tmp_path: Path) -> None:
+@pytest.mark.reliability(case="shared mode (--share) with no auth; no internet for the link",
+                         where="the app's log: a warning; the app keeps running locally",
+                         order=52)
+def test_share_without_internet_says_so_and_keeps_running_locally(tmp_path: Path,
+                                                                  observed) -> None:
     log = tmp_path / "app.log"
     with app("--share", "--replay", env_extra={"PLAYGROUND_SHARE_CHECK": "127.0.0.1:1"},
              log=log) as (url, proc):
@@ -46,9 +50,15 @@ def test_share_without_internet_says_so_and_keeps_running_locally(tmp_path: Path
     text = log.read_text()
     assert "--share: no internet connection" in text and "keeps running locally" in text
     assert "has no authentication" in text  # shared mode with no auth warns
+    observed(" / ".join(ln for ln in text.splitlines() if "no internet" in ln
+                        or "no authentication" in ln))
 
 
-def test_auth_protects_the_ui_and_the_password_is_never_printed(tmp_path: Path) -> None:
+@pytest.mark.reliability(case="a shared instance with --auth / PLAYGROUND_AUTH",
+                         where="HTTP 401 without login; the password is never printed",
+                         order=53)
+def test_auth_protects_the_ui_and_the_password_is_never_printed(tmp_path: Path,
+                                                               observed) -> None:
     log = tmp_path / "app.log"
     with app("--replay", "--host", "127.0.0.1", env_extra={
             "PLAYGROUND_AUTH": "demo:s3cret-pass"}, log=log) as (url, _):
@@ -56,6 +66,8 @@ def test_auth_protects_the_ui_and_the_password_is_never_printed(tmp_path: Path) 
         assert status == 401
     text = log.read_text()
     assert "s3cret-pass" not in text and "no authentication" not in text
+    observed(f"GET /config without login: HTTP {status}; password in the log: "
+             f"{'s3cret-pass' in text}")
 
 
 def test_malformed_auth_is_rejected_before_start() -> None:

@@ -1,0 +1,79 @@
+"""Checks against the live server's limits, before a generation request is sent.
+
+Owns: the prompt's size limit, and max_tokens / the prompt against the model's context length
+(max_model_len from /v1/models, the prompt's token count from vLLM's /tokenize with the same
+messages the request would carry). When the server cannot say (no max_model_len, no /tokenize)
+the check is skipped and the server's own 400 -- shown with its parameter name -- decides.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+from .client import server_root
+from .errors import ValidationFailed
+from .presets import Variant
+from .request import build_messages
+
+MAX_PROMPT_CHARS = 200_000  # pasted or uploaded text; far above any context this tool serves
+
+
+def check_prompt(prompt: str) -> None:
+    if not prompt.strip():
+        raise ValidationFailed("prompt", "is empty -- type a prompt or pick an example")
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise ValidationFailed("prompt", f"is {len(prompt):,} characters; the limit is "
+                               f"{MAX_PROMPT_CHARS:,} -- shorten it")
+
+
+def prompt_tokens(base_url: str, api_key: str, model: str, variant: Variant, prompt: str,
+                  timeout_s: float = 10.0) -> int | None:
+    """The chat prompt's token count as the server renders it, or None when it cannot say."""
+    body = {"model": model, "messages": build_messages(variant, prompt),
+            "add_generation_prompt": True,
+            "chat_template_kwargs": {"enable_thinking": variant.thinking}}
+    req = urllib.request.Request(server_root(base_url) + "/tokenize", json.dumps(body).encode(),
+                                 method="POST",
+                                 headers={"Content-Type": "application/json",
+                                          "Authorization": f"Bearer {api_key}"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+            data = json.loads(resp.read())
+    except (OSError, ValueError):
+        return None
+    count = data.get("count") if isinstance(data, dict) else None
+    return int(count) if isinstance(count, int) else None
+
+
+def check_fits(variant: Variant, prompt: str, max_model_len: int | None,
+               tokens: int | None) -> None:
+    """Raise ValidationFailed (naming prompt or max_tokens, and the fix) when the request
+    cannot fit the model's context."""
+    if not max_model_len:
+        return
+    if variant.max_tokens >= max_model_len:
+        raise ValidationFailed("max_tokens", f"{variant.max_tokens:,} does not fit the model's "
+                               f"context of {max_model_len:,} tokens -- lower max_tokens",
+                               source=f"variant {variant.name}")
+    if tokens is None:
+        return
+    if tokens >= max_model_len:
+        raise ValidationFailed("prompt", f"is {tokens:,} tokens; the model's context is "
+                               f"{max_model_len:,} -- shorten the prompt",
+                               source=f"variant {variant.name}")
+    if tokens + variant.max_tokens > max_model_len:
+        raise ValidationFailed("max_tokens", f"{variant.max_tokens:,} + the prompt's {tokens:,} "
+                               f"tokens exceed the model's context of {max_model_len:,} -- "
+                               f"lower max_tokens to {max_model_len - tokens:,} or less",
+                               source=f"variant {variant.name}")
+
+
+def preflight(base_url: str, api_key: str, model: str, max_model_len: int | None,
+              variant: Variant, prompt: str) -> None:
+    check_prompt(prompt)
+    check_fits(variant, prompt, max_model_len, None)  # max_tokens alone, without a request
+    if max_model_len:
+        tokens = prompt_tokens(base_url, api_key, model, variant, prompt)
+        check_fits(variant, prompt, max_model_len, tokens)

@@ -1,0 +1,144 @@
+"""A fault-injecting HTTP proxy in front of the real vLLM test server.
+
+For the faults a real server cannot produce on demand. The fault is chosen by the first path
+segment: `http://127.0.0.1:PORT/<fault>/v1/...` forwards to the real server's `/v1/...` and
+then misbehaves:
+
+- `ok` (or `ok-TAG`): a plain pass-through (the control);
+- `kill`: streams 3 SSE events, then drops the connection (a server killed mid-stream);
+- `stall`: streams 3 SSE events, then sends nothing more and keeps the connection open;
+- `malformed`: streams 3 SSE events, then a line that is not JSON;
+- `error-event`: streams 3 SSE events, then an error event inside the HTTP 200 stream (what
+  vLLM sends when the engine fails mid-request);
+- `500`: answers chat requests with vLLM's 500 error body (the engine died);
+- `auth`: requires `Authorization: Bearer <api_key>` (else vLLM's 401 body), then passes through
+  (the key is the proxy's, never in the URL: a test that greps for it must not find the URL).
+
+Every request the proxy saw is kept in `seen` (path and headers), so tests can check what was
+sent -- and that nothing was sent when input should have been rejected first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+GOOD_EVENTS = 3
+
+
+class FaultProxy:
+    def __init__(self, upstream: str, api_key: str = "") -> None:
+        self.upstream = upstream.rstrip("/").removesuffix("/v1")
+        self.api_key = api_key
+        self.seen: list[dict[str, Any]] = []
+        self.port = 0
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def url(self, fault: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{fault}/v1"
+
+    def start(self, port: int = 0) -> FaultProxy:
+        self._want_port = port
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_until_complete(self._main())
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{fault}/{tail:.*}", self._handle)
+        runner = web.AppRunner(app, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", self._want_port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
+        self._ready.set()
+        await self._stop.wait()
+        await self._session.close()
+        await runner.cleanup()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        fault, tail = request.match_info["fault"], request.match_info["tail"]
+        body = await request.read()
+        self.seen.append({"fault": fault, "path": "/" + tail, "headers": dict(request.headers),
+                          "body": body.decode("utf-8", "replace")})
+        is_chat = tail.endswith("chat/completions")
+        if fault.startswith("ok"):  # ok, ok-TAG: a pass-through whose requests a test can pick
+            fault = "ok"
+        if fault == "auth":
+            if request.headers.get("Authorization") != f"Bearer {self.api_key}":
+                return web.json_response({"error": "Unauthorized"}, status=401)
+            fault = "ok"
+        if fault == "500" and is_chat:
+            return web.json_response({"error": {"message": "EngineCore encountered an issue",
+                                                "type": "InternalServerError", "param": None,
+                                                "code": 500}}, status=500)
+        headers = {k: v for k, v in request.headers.items()
+                   if k.lower() not in ("host", "content-length", "authorization")}
+        async with self._session.request(request.method, f"{self.upstream}/{tail}",
+                                         data=body, headers=headers,
+                                         params=request.query) as up:
+            ctype = up.headers.get("Content-Type", "")
+            if "text/event-stream" not in ctype or fault == "ok":
+                if "text/event-stream" in ctype:
+                    return await self._pass_stream(request, up)
+                return web.Response(body=await up.read(), status=up.status,
+                                    content_type=ctype.split(";")[0] or None)
+            return await self._faulty_stream(request, up, fault)
+
+    async def _pass_stream(self, request: web.Request,
+                           up: aiohttp.ClientResponse) -> web.StreamResponse:
+        resp = web.StreamResponse(status=up.status,
+                                  headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        async for line in up.content:
+            await resp.write(line)
+        await resp.write_eof()
+        return resp
+
+    async def _faulty_stream(self, request: web.Request, up: aiohttp.ClientResponse,
+                             fault: str) -> web.StreamResponse:
+        resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        events = 0
+        async for line in up.content:
+            await resp.write(line)
+            if line.startswith(b"data:"):
+                events += 1
+            if events >= GOOD_EVENTS and line.strip() == b"":
+                break
+        if fault == "kill":
+            assert request.transport is not None
+            request.transport.abort()  # no terminating chunk: the client sees a broken stream
+            return resp
+        if fault == "stall":
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(3600)
+            return resp
+        if fault == "malformed":
+            await resp.write(b"data: {this is not json\n\n")
+        elif fault == "error-event":
+            await resp.write(b'data: {"error": {"object": "error", "message": "the engine '
+                             b'failed while generating", "type": "InternalServerError", '
+                             b'"code": 500}}\n\n')
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp

@@ -1,0 +1,380 @@
+"""Faults, bad input and secrets, against the real test server (and the fault proxy in front of
+it for what a real server cannot do on demand). Each test is one row of the README's
+Reliability table (tests/reliability.py); `observed` records what the user actually saw."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from playground.bench import run_experiment
+from playground.measure_loop import MeasureLoop
+from playground.presets import MAX_SCHEMA_BYTES, PresetLibrary, load_experiment
+from playground.server import free_port
+from playground.server_metrics import running_requests
+from playground.settings import REPO_ROOT, Settings
+from playground.store import read_run
+from tests.faultproxy import FaultProxy
+
+pytestmark = pytest.mark.server
+R = pytest.mark.reliability
+COLUMN = "the variant's column (CLI row, UI column); other columns finish"
+STDERR = "CLI stderr, exit code 2, nothing sent"
+SECRET = "sk-test-SECRET-4f1a9c"
+
+
+@pytest.fixture(scope="module")
+def proxy(vllm_server: str) -> Iterator[FaultProxy]:
+    p = FaultProxy(vllm_server, api_key=SECRET).start()
+    yield p
+    p.stop()
+
+
+def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+        ) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PLAYGROUND_")}
+    return subprocess.run([sys.executable, "-m", "playground.cli", *args], capture_output=True,
+                          text=True, timeout=300, env={**base, **(env or {})},
+                          cwd=cwd or REPO_ROOT)
+
+
+def variant_file(tmp: Path, name: str, **fields: object) -> str:
+    data = {"name": name, "stream": True, "max_tokens": 32, "ignore_eos": True,
+            "thinking": False, "temperature": 0.0, **fields}
+    path = tmp / f"{name}.yaml"
+    path.write_text(json.dumps(data), "utf-8")  # JSON is YAML
+    return str(path)
+
+
+def chats(p: FaultProxy, fault: str) -> list[dict]:
+    return [s for s in p.seen if s["fault"] == fault and s["path"].endswith("completions")]
+
+
+# --- the server is not there, not ready, or refuses us -----------------------------------
+
+@R(case="server not running", where="CLI stderr, exit 2", order=1)
+def test_server_not_running(observed: Callable[[str], None]) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    out = cli("run", "--base-url", url)
+    observed(out.stderr)
+    assert out.returncode == 2 and out.stdout == ""
+    assert url in out.stderr and "cannot reach" in out.stderr and "playground serve" in out.stderr
+
+
+@R(case="wrong port (another web server answers there)", where="CLI stderr, exit 2", order=2)
+def test_wrong_port(proxy: FaultProxy, observed: Callable[[str], None]) -> None:
+    # the proxy's root is not an OpenAI API: /x/models is not routed -> 404
+    url = f"http://127.0.0.1:{proxy.port}"
+    out = cli("run", "--base-url", url, "--variant", "fixed-64-stream")
+    observed(out.stderr)
+    assert out.returncode == 2
+    assert "wrong port" in out.stderr and "HTTP 404" in out.stderr
+
+
+@R(case="server starting (connection refused until ready)", where="CLI stderr, exit 2; "
+   "the same command works once it is up", order=3)
+def test_server_starting(vllm_server: str, tmp_path: Path,
+                         observed: Callable[[str], None]) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/ok/v1"
+    before = cli("run", "--base-url", url, "--variant", variant_file(tmp_path, "s"))
+    assert before.returncode == 2 and "Connection refused" in before.stderr
+    late = FaultProxy(vllm_server).start(port=port)  # the server is up now
+    try:
+        after = cli("run", "--base-url", url, "--variant", variant_file(tmp_path, "s"), "--json")
+    finally:
+        late.stop()
+    observed(f"before: {before.stderr.strip()} / after: exit {after.returncode}")
+    assert after.returncode == 0, after.stderr
+    assert json.loads(after.stdout)[0]["metrics"]["completion_tokens"] == 32
+
+
+@R(case="wrong API key (401)", where="CLI stderr, exit 2; the key is not echoed", order=4)
+def test_wrong_api_key(proxy: FaultProxy, observed: Callable[[str], None]) -> None:
+    out = cli("run", "--base-url", proxy.url("auth"), "--api-key", "WRONGKEY-123")
+    observed(out.stderr)
+    assert out.returncode == 2 and "HTTP 401" in out.stderr and "API key" in out.stderr
+    assert "WRONGKEY-123" not in out.stderr + out.stdout
+
+
+@R(case="unknown model (404)", where="CLI stderr, exit 2, with the served names", order=5)
+def test_unknown_model(vllm_server: str, observed: Callable[[str], None]) -> None:
+    out = cli("run", "--base-url", vllm_server, "--model", "nope")
+    observed(out.stderr)
+    assert out.returncode == 2
+    assert "'nope' is not served" in out.stderr and "Qwen/Qwen3-0.6B" in out.stderr
+
+
+# --- faults mid-stream: the faulty column says what happened, keeps its partial output, and the
+# --- other column finishes
+
+def msg(rec: dict) -> str:
+    return rec["error"]["message"] if rec["error"] else ""
+
+
+def faulty_run(proxy: FaultProxy, tmp: Path, fault: str,
+               env: dict[str, str] | None = None) -> tuple[dict, dict, str, int]:
+    bad = variant_file(tmp, "faulty", base_url=proxy.url(fault))
+    good = variant_file(tmp, "good")
+    out = cli("run", "--base-url", proxy.url("ok"), "--variant", bad, "--variant", good,
+              "--json", env=env)
+    faulty, fine = json.loads(out.stdout)
+    assert fine["error"] is None and fine["metrics"]["completion_tokens"] == 32
+    assert out.returncode == 1  # one variant failed: non-zero exit, every result printed
+    return faulty, fine, out.stderr, out.returncode
+
+
+@R(case="server killed mid-stream", where=COLUMN, order=10)
+def test_killed_mid_stream(proxy: FaultProxy, tmp_path: Path,
+                           observed: Callable[[str], None]) -> None:
+    faulty, _, err, _ = faulty_run(proxy, tmp_path, "kill")
+    observed(msg(faulty))
+    assert "stream broke after it started" in msg(faulty)
+    assert faulty["content"] and faulty["status"] == "error"  # partial output kept
+    assert "faulty:" in err
+
+
+@R(case="stream stalls (read timeout fires)", where=COLUMN, order=11)
+def test_stream_stalls(proxy: FaultProxy, tmp_path: Path,
+                       observed: Callable[[str], None]) -> None:
+    faulty, _, _, _ = faulty_run(proxy, tmp_path, "stall",
+                                 env={"PLAYGROUND_READ_TIMEOUT_S": "3"})
+    observed(msg(faulty))
+    assert "stalled" in msg(faulty) and faulty["content"]
+
+
+@R(case="malformed SSE inside an HTTP 200 stream", where=COLUMN, order=12)
+def test_malformed_sse(proxy: FaultProxy, tmp_path: Path,
+                       observed: Callable[[str], None]) -> None:
+    faulty, _, _, _ = faulty_run(proxy, tmp_path, "malformed")
+    observed(msg(faulty))
+    assert "stream broke" in msg(faulty) and "not JSON" in msg(faulty)
+    assert faulty["content"]
+
+
+@R(case="error event inside an HTTP 200 stream", where=COLUMN, order=13)
+def test_error_event(proxy: FaultProxy, tmp_path: Path,
+                     observed: Callable[[str], None]) -> None:
+    faulty, _, _, _ = faulty_run(proxy, tmp_path, "error-event")
+    observed(msg(faulty))
+    assert "the engine failed while generating" in msg(faulty) and faulty["content"]
+
+
+@R(case="500 from the engine", where=COLUMN, order=14)
+def test_engine_500(proxy: FaultProxy, tmp_path: Path, observed: Callable[[str], None]) -> None:
+    faulty, _, _, _ = faulty_run(proxy, tmp_path, "500")
+    observed(msg(faulty))
+    assert "HTTP 500" in msg(faulty) and "EngineCore" in msg(faulty)
+
+
+@R(case="a fault during a benchmark", where="the benchmark's failure count (stderr, exit 1); "
+   "the good variant's requests are all in the run file", order=15)
+def test_fault_in_a_benchmark(proxy: FaultProxy, tmp_path: Path,
+                              observed: Callable[[str], None]) -> None:
+    presets = tmp_path / "presets"
+    shutil.copytree(REPO_ROOT / "presets", presets)
+    Path(variant_file(presets / "variants", "faulty", base_url=proxy.url("kill")))
+    Path(variant_file(presets / "variants", "good"))
+    (tmp_path / "exp.yaml").write_text("name: faulty-bench\nvariants: [faulty, good]\n"
+                                       "examples: 2\nrepetitions: 1\nwarmup: 0\n")
+    runs = tmp_path / "runs"
+    out = cli("bench", str(tmp_path / "exp.yaml"), "--base-url", proxy.url("ok"),
+              env={"PLAYGROUND_RUNS_DIR": str(runs), "PLAYGROUND_PRESETS_DIR": str(presets)})
+    observed(out.stderr.strip().splitlines()[-1])
+    assert out.returncode == 1 and "2 timed request(s) failed" in out.stderr
+    (path,) = (runs / "bench").glob("*.jsonl")
+    reqs = [r for r in read_run(path) if r.get("kind") == "request"]
+    assert sorted((r["variant"]["name"], r["error"] is None) for r in reqs) == [
+        ("faulty", False), ("faulty", False), ("good", True), ("good", True)]
+
+
+# --- bad parameters: caught before anything is sent ----------------------------------------
+
+BAD_INPUT = [
+    ("temperature < 0", {"temperature": -0.5}, None, "temperature"),
+    ("top_p = 0", {"top_p": 0}, None, "top_p"),
+    ("top_p > 1", {"top_p": 1.5}, None, "top_p"),
+    ("max_tokens over the model length", {"max_tokens": 4000}, None, "max_tokens"),
+    ("max_tokens + prompt over the model length", {"max_tokens": 2000}, "word " * 300,
+     "max_tokens"),
+    ("empty prompt", {}, "   ", "prompt"),
+    ("prompt over the model length", {}, "word " * 3000, "prompt"),
+    ("prompt over the size limit", {}, "x" * 200_001, "prompt"),
+    ("invalid JSON Schema", {"guided_json": {"schema": {"type": "bogus"}}}, None,
+     "guided_json.schema"),
+    ("schema too large", {"guided_json": {"schema": {
+        "type": "object", "properties": {f"p{i}": {"type": "string", "description": "d" * 40}
+                                         for i in range(MAX_SCHEMA_BYTES // 40)}}}},
+     None, "guided_json.schema"),
+]
+
+
+@pytest.mark.parametrize(("label", "fields", "prompt", "field"), [
+    pytest.param(*b, id=b[0], marks=R(case=f"bad parameter: {b[0]}", where=STDERR, order=20))
+    for b in BAD_INPUT])
+def test_bad_input_is_caught_before_sending(proxy: FaultProxy, tmp_path: Path,
+                                            observed: Callable[[str], None], label: str,
+                                            fields: dict, prompt: str | None,
+                                            field: str, request: pytest.FixtureRequest) -> None:
+    tag = f"ok-{request.node.callspec.id.replace(' ', '')[:40]}"
+    args = ["run", "--base-url", proxy.url(tag), "--variant",
+            variant_file(tmp_path, "bad", **fields)]
+    if prompt is not None:
+        prompt_file = tmp_path / "prompt.txt"
+        prompt_file.write_text(prompt, "utf-8")
+        args += ["--prompt-file", str(prompt_file)]  # 200k chars: over one argv's limit
+    out = cli(*args)
+    observed(out.stderr)
+    assert out.returncode == 2, out.stdout
+    assert f"{field}:" in out.stderr, out.stderr
+    assert chats(proxy, tag) == []  # nothing was sent
+
+
+# --- bad files -------------------------------------------------------------------------------
+
+@R(case="bad preset / experiment / server YAML", where="the app starts; each tab lists the "
+   "file, field and reason; the good ones load", order=30)
+def test_app_starts_with_bad_yaml(vllm_server: str, tmp_path: Path,
+                                  observed: Callable[[str], None]) -> None:
+    from playground.client import http_get
+    from tests.apphelp import wait_listening
+
+    presets = tmp_path / "presets"
+    shutil.copytree(REPO_ROOT / "presets", presets)
+    (presets / "variants" / "broken.yaml").write_text("name: broken\ntemprature: 0.2\n")
+    (presets / "experiments" / "broken-exp.yaml").write_text("name: b\nvariants: [nope]\n")
+    (presets / "servers" / "broken-srv.yaml").write_text("name: b\nmax_model_len: -4\n")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAYGROUND_")}
+    env.update(PLAYGROUND_BASE_URL=vllm_server, PLAYGROUND_PRESETS_DIR=str(presets),
+               PLAYGROUND_RUNS_DIR=str(tmp_path / "runs"), GRADIO_ANALYTICS_ENABLED="False")
+    log = tmp_path / "app.log"
+    with log.open("wb") as f:
+        proc = subprocess.Popen([sys.executable, "-m", "playground.cli", "ui", "--port",
+                                 str(port)], env=env, stdout=f, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_listening(url, proc, log)
+        _, config = http_get(url + "config", timeout_s=10)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    text = json.dumps(json.loads(config), ensure_ascii=False)
+    found = [m for m in ("broken.yaml: temprature: unknown key", "broken-exp.yaml",
+                         "broken-srv.yaml: max_model_len") if m in text]
+    observed("; ".join(found))
+    assert len(found) == 3, text[:2000]
+    assert '"seed-default"' in text and '"seed-vs-optimized"' in text  # the good ones
+
+
+@R(case="a preset name or schema path escaping the presets folders", where="the preset's "
+   "error (file, field, reason); nothing read outside", order=31)
+def test_path_escape_is_rejected(tmp_path: Path, observed: Callable[[str], None]) -> None:
+    out = cli("run", "--variant", variant_file(tmp_path, "esc", prompt="../../etc/passwd"))
+    out2 = cli("run", "--variant", variant_file(tmp_path, "esc2", guided_json="../../x"))
+    observed(out.stderr.strip() + " / " + out2.stderr.strip())
+    assert out.returncode == 2 and "prompt:" in out.stderr
+    assert "'../../etc/passwd' is not a plain name" in out.stderr
+    assert out2.returncode == 2 and "guided_json:" in out2.stderr
+    lib = PresetLibrary(REPO_ROOT / "presets", tmp_path / "user")
+    with pytest.raises(Exception, match="name"):
+        lib.save_user_variant(lib.get("seed-default").model_copy(update={"name": "../evil"}))
+    assert not (tmp_path / "evil.yaml").exists()
+
+
+# --- Stop, kill, and nothing lost ----------------------------------------------------------
+
+@R(case="Stop during a benchmark", where="running requests on the server return to 0; "
+   "finished results stay in the run file", order=41)
+def test_stop_during_a_benchmark(vllm_server: str, tmp_path: Path,
+                                 observed: Callable[[str], None]) -> None:
+    settings = Settings(base_url=vllm_server, runs_dir=tmp_path / "runs")
+    lib = PresetLibrary(REPO_ROOT / "presets")
+    exp_file = tmp_path / "long.yaml"
+    exp_file.write_text("name: long\nvariants: [fixed-64-stream]\nexamples: 5\n"
+                        "repetitions: 20\nwarmup: 0\nconcurrency: 2\n")
+    exp = load_experiment(exp_file, lib)
+    seen: list[int] = []
+
+    async def pump() -> None:  # what the Benchmark tab runs on its measuring loop
+        async for ev in run_experiment(settings, exp):
+            if ev.kind == "request":
+                seen.append(ev.done)
+
+    loop = MeasureLoop("test-measure")
+    try:
+        future = loop.submit(pump())
+        for _ in range(3000):  # bounded: until 3 requests are finished
+            if len(seen) >= 3:
+                break
+            if future.done():
+                future.result()  # a failure to start surfaces here
+            time.sleep(0.1)
+        assert len(seen) >= 3
+        future.cancel()  # what Stop does
+        for _ in range(100):
+            if running_requests(vllm_server) == 0:
+                break
+            time.sleep(0.1)
+        running = running_requests(vllm_server)
+        loop.submit(asyncio.sleep(0.5)).result(10)  # let the cancelled tasks unwind
+    finally:
+        loop.stop()
+    (path,) = (tmp_path / "runs" / "bench").glob("*.jsonl")
+    reqs = [r for r in read_run(path) if r.get("kind") == "request"]
+    observed(f"stopped after {len(seen)} requests; {len(reqs)} in the run file; "
+             f"running on the server: {running}")
+    assert running == 0
+    assert len(reqs) >= 3 and all(r["metrics"]["completion_tokens"] == 64 for r in reqs)
+    assert len(reqs) < 100
+
+
+# --- secrets -------------------------------------------------------------------------------
+
+@R(case="API key in every artifact of run / record / bench / claims", where="nowhere: stdout, "
+   "stderr, run files, exports, reports, recordings, logs are grepped", order=50)
+def test_api_key_never_leaks(proxy: FaultProxy, tmp_path: Path,
+                             observed: Callable[[str], None]) -> None:
+    url = proxy.url("auth")
+    runs, out_dir, cwd = tmp_path / "runs", tmp_path / "out", tmp_path / "cwd"
+    cwd.mkdir()
+    env = {"PLAYGROUND_RUNS_DIR": str(runs), "PLAYGROUND_API_KEY": SECRET}
+    (tmp_path / "exp.yaml").write_text("name: k\nvariants: [fixed-64-stream, seed-default]\n"
+                                       "examples: 1\nrepetitions: 1\nwarmup: 0\n")
+    status_before = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=REPO_ROOT,
+                                   capture_output=True, text=True).stdout
+    results = [
+        cli("run", "--base-url", url, "--variant", "fixed-64-stream", "--json", env=env,
+            cwd=cwd),
+        cli("run", "--base-url", url, "--api-key", SECRET, "--variant", "fixed-64-stream",
+            "--record", str(out_dir / "rec.json"), env={"PLAYGROUND_RUNS_DIR": str(runs)},
+            cwd=cwd),
+        cli("bench", str(tmp_path / "exp.yaml"), "--base-url", url, "--out",
+            str(out_dir / "bench"), env=env, cwd=cwd),
+        cli("run", "--base-url", url, "--api-key", SECRET[::-1], env=env,
+            cwd=cwd),  # a 401 (the flag wins over the env): its message holds no key either
+    ]
+    assert [r.returncode for r in results] == [0, 0, 0, 2], [r.stderr for r in results]
+    assert any(s["headers"].get("Authorization") == f"Bearer {SECRET}" for s in proxy.seen)
+    files = [p for p in (*runs.rglob("*"), *out_dir.rglob("*"), *cwd.rglob("*"))
+             if p.is_file()]
+    assert any(p.suffix == ".html" for p in files) and any(p.suffix == ".jsonl" for p in files)
+    leaks = [str(p) for p in files if SECRET in p.read_text("utf-8", "replace")]
+    leaks += [f"output of command {i}" for i, r in enumerate(results)
+              if SECRET in r.stdout + r.stderr]
+    status_after = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=REPO_ROOT,
+                                  capture_output=True, text=True).stdout
+    observed(f"{len(files)} files and 4 commands' output grepped: "
+             f"{len(leaks)} contain the key; nothing written outside the run folders: "
+             f"{status_after == status_before}")
+    assert leaks == []
+    assert status_after == status_before  # nothing from a request written into the repo
