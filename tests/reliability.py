@@ -27,7 +27,8 @@ def observed(request: pytest.FixtureRequest) -> Callable[[str], None]:
     """Call with the message the user sees; it goes into the table's 'seen' column."""
     def note(text: str) -> None:
         row = _ROWS.setdefault(request.node.nodeid, {})
-        row["seen"] = " ".join(str(text).split())[:220]
+        flat = re.sub(r"/tmp/\S*/", "", " ".join(str(text).split()))  # a test's tmp folders
+        row["seen"] = flat[:220]
     return note
 
 

@@ -75,6 +75,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("inputs", nargs="+")
     ap.add_argument("--out", default=str(ROOT / "docs" / "results" / "h200"))
+    ap.add_argument("--readme", action="store_true",
+                    help="also rewrite the README's H200 section (between its h200 markers)")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -125,11 +127,14 @@ def main() -> int:
             pngs += screenshots(copied[stem + ".html"], stem.removesuffix("-report"), out)
 
     (out / "README.md").write_text(summary_md(out, env, steps, pngs), "utf-8")
+    if a.readme:
+        update_readme(readme_block(out, env, steps))
     print(f"wrote {out} ({len(list(out.iterdir()))} files)")
     return 0
 
 
-def summary_md(out: Path, env: dict[str, Any], steps: dict[str, Any], pngs: list[Path]) -> str:
+def sections(out: Path, env: dict[str, Any], steps: dict[str, Any], pngs: list[Path]
+             ) -> dict[str, list[str]]:
     smi = (env.get("nvidia_smi") or "").splitlines()
     driver = next((ln.split("Driver Version:")[1].split()[0] for ln in smi
                    if "Driver Version:" in ln), "?")
@@ -145,12 +150,14 @@ def summary_md(out: Path, env: dict[str, Any], steps: dict[str, Any], pngs: list
              "`--reasoning-parser qwen3`, xgrammar without whitespace, "
              "`--enable-per-request-metrics`, `--max-model-len 4096`, "
              "`--gpu-memory-utilization 0.3` (exact command in steps.json).", ""]
+    head, lines = lines, []
     lines += ["## Runs", "", "| run | step | rc | wall (s) |", "|---|---|---|---|"]
     for phase, data in steps.items():
         for s in data["steps"]:
             lines.append(f"| {phase} | {s['step']} | {s['rc']} | {s['wall_s']} |")
         if data.get("wall_s") is not None:
             lines.append(f"| {phase} | **whole run** | | {data['wall_s']} |")
+    runs, lines = lines, []
     board = load(out / "claims.json")
     if board:
         lines += ["", "## Claims board", "", md_table(BOARD_HEADERS, board_rows(board)), "",
@@ -185,6 +192,7 @@ def summary_md(out: Path, env: dict[str, Any], steps: dict[str, Any], pngs: list
                          f"{_f(s['ttft_p50_ms'])} / {_f(s['ttft_p95_ms'])} | "
                          f"{_f(s['e2e_p50_ms'])} / {_f(s['e2e_p95_ms'])} | "
                          f"{_f(s['tpot_p50_ms'], 3)} | {_f(s['req_per_s'])} |")
+    numbers, lines = lines, []
     for name, title in (("seed-vs-optimized", "Seed default vs all optimizations"),
                         ("grid", "Thinking x guided JSON")):
         res = load(out / f"{name}.json")
@@ -207,7 +215,39 @@ def summary_md(out: Path, env: dict[str, Any], steps: dict[str, Any], pngs: list
                                [[n, *[_f(v.get(k)) for k in names]] for n, v in ph.items()])]
     if pngs:
         lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in pngs]
-    return "\n".join(lines) + "\n"
+    return {"head": head, "runs": runs, "numbers": numbers, "rest": lines}
+
+
+def summary_md(out: Path, env: dict[str, Any], steps: dict[str, Any], pngs: list[Path]) -> str:
+    parts = sections(out, env, steps, pngs)
+    return "\n".join(parts["head"] + parts["runs"] + parts["numbers"] + parts["rest"]) + "\n"
+
+
+def readme_block(out: Path, env: dict[str, Any], steps: dict[str, Any]) -> str:
+    """The README's H200 section: the environment, the board (the articles' numbers next to
+    ours), the server A/Bs, fidelity and the sweep -- headings one level down."""
+    parts = sections(out, env, steps, [])
+    body = [ln.replace("## ", "### ", 1) if ln.startswith("## ") else
+            ln.replace("### ", "#### ", 1) if ln.startswith("### ") else ln
+            for ln in parts["head"][2:] + parts["numbers"]]
+    body = [ln.replace("](claims.md)", "](docs/results/h200/claims.md)")
+            .replace("](claims-report.html)", "](docs/results/h200/claims-report.html)")
+            for ln in body]
+    return "\n".join([*body, "", "Everything else (runs and wall times, the seed-vs-optimized "
+                      "and thinking x guided-JSON tables, phases, plots): "
+                      "[docs/results/h200/README.md](docs/results/h200/README.md)."])
+
+
+def update_readme(block: str) -> None:
+    import re
+
+    readme = ROOT / "README.md"
+    text = readme.read_text("utf-8")
+    start, end = "<!-- h200:start -->", "<!-- h200:end -->"
+    if start in text and end in text:
+        readme.write_text(re.sub(re.escape(start) + ".*?" + re.escape(end),
+                                 lambda _: f"{start}\n{block}\n{end}", text, flags=re.S),
+                          "utf-8")
 
 
 def md_table(headers: list[str], rows: list[list[Any]]) -> str:

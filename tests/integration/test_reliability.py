@@ -340,7 +340,7 @@ def test_stop_during_a_benchmark(vllm_server: str, tmp_path: Path,
 
 # --- secrets -------------------------------------------------------------------------------
 
-@R(case="API key in every artifact of run / record / bench / claims", where="nowhere: stdout, "
+@R(case="API key in every artifact of run / record / bench (and a 401)", where="nowhere: stdout, "
    "stderr, run files, exports, reports, recordings, logs are grepped", order=50)
 def test_api_key_never_leaks(proxy: FaultProxy, tmp_path: Path,
                              observed: Callable[[str], None]) -> None:
