@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import tarfile
@@ -159,15 +160,28 @@ def sections(out: Path, env: dict[str, Any], steps: dict[str, Any], pngs: list[P
             lines.append(f"| {phase} | **whole run** | | {data['wall_s']} |")
     runs, lines = lines, []
     board = load(out / "claims.json")
+    abs_run = {}
+    for ab in ("eager", "chunked-prefill"):
+        b = load(out / f"claims-{ab}.json")
+        if b:
+            abs_run.update({c["id"]: c for c in b["claims"] if c["status"] == "done"})
     if board:
+        board = {**board, "claims": [
+            {**abs_run[c["id"]], "title": abs_run[c["id"]]["title"] + " (server A/B run)"}
+            if c["status"] != "done" and c["id"] in abs_run else c for c in board["claims"]]}
         lines += ["", "## Claims board", "", md_table(BOARD_HEADERS, board_rows(board)), "",
+                  "Rows marked \"server A/B run\" come from the second command: two managed "
+                  "servers (vLLM's default vs the flag), started one after another on the one "
+                  "GPU, `--gpu-memory-utilization 0.3` each; their evidence: "
+                  "[claims-eager.md](claims-eager.md), "
+                  "[claims-chunked-prefill.md](claims-chunked-prefill.md).", "",
                   "API statements: " + "; ".join(f"{c['statement']} -> **{c['outcome']}**"
                                                  for c in board["api_checks"]),
                   "", "Full board with evidence: [claims.md](claims.md); stakeholder report: "
                   "[claims-report.html](claims-report.html)."]
     for ab in ("eager", "chunked-prefill"):
         b = load(out / f"claims-{ab}.json")
-        if b:
+        if b and not board:
             lines += ["", f"### Server A/B: {ab}", "", md_table(BOARD_HEADERS, board_rows(b))]
     fid = [f for f in (load(out / "fidelity-c1.json"), load(out / "fidelity-c32.json")) if f]
     if fid:
@@ -230,8 +244,7 @@ def readme_block(out: Path, env: dict[str, Any], steps: dict[str, Any]) -> str:
     body = [ln.replace("## ", "### ", 1) if ln.startswith("## ") else
             ln.replace("### ", "#### ", 1) if ln.startswith("### ") else ln
             for ln in parts["head"][2:] + parts["numbers"]]
-    body = [ln.replace("](claims.md)", "](docs/results/h200/claims.md)")
-            .replace("](claims-report.html)", "](docs/results/h200/claims-report.html)")
+    body = [re.sub(r"\]\(([\w.-]+\.(?:md|html|png))\)", r"](docs/results/h200/\1)", ln)
             for ln in body]
     return "\n".join([*body, "", "Everything else (runs and wall times, the seed-vs-optimized "
                       "and thinking x guided-JSON tables, phases, plots): "
@@ -239,8 +252,6 @@ def readme_block(out: Path, env: dict[str, Any], steps: dict[str, Any]) -> str:
 
 
 def update_readme(block: str) -> None:
-    import re
-
     readme = ROOT / "README.md"
     text = readme.read_text("utf-8")
     start, end = "<!-- h200:start -->", "<!-- h200:end -->"

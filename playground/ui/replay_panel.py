@@ -17,7 +17,9 @@ from .context import UIContext
 
 
 def recording_choices(ctx: UIContext) -> list[str]:
-    shipped = sorted((ctx.settings.presets_dir / "recordings").glob("*.json"))
+    # GPU recordings first (the default a CPU-only Space shows), the CPU demo's after them
+    shipped = sorted((ctx.settings.presets_dir / "recordings").glob("*.json"),
+                     key=lambda p: (p.name.startswith("cpu-"), p.name))
     saved = sorted((ctx.settings.runs_dir / "recordings").glob("*.json"), reverse=True)
     runs = RunStore(ctx.settings.runs_dir).list_runs("playground")[:20]
     return [str(p) for p in [*shipped, *saved, *runs]]
