@@ -83,8 +83,11 @@ def launch(settings: Settings, *, host: str = "127.0.0.1", port: int = 7860,
     where = "replay mode, no server" if replay_only else f"vLLM: {settings.base_url}"
     log(f"qwen-latency-lab UI on http://{host}:{port} ({where})")
     try:
+        from ..replay import MAX_BYTES
+
+        # uploads over the recording limit are refused by Gradio before they reach the disk
         demo.launch(server_name=host, server_port=port, share=share, css=CSS,
-                    auth=auth or None, footer_links=["api", "gradio"])
+                    auth=auth or None, footer_links=["api", "gradio"], max_file_size=MAX_BYTES)
     finally:
         ctx.stop_servers()
         if server is not None:

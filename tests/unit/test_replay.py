@@ -136,3 +136,17 @@ def test_shipped_recordings_load() -> None:
     for p in shipped:
         rec = load(p)
         assert len(rec.columns) >= 2 and rec.environment
+
+
+@pytest.mark.reliability(case="an uploaded recording over the size limit", where="the replay "
+                         "panel's error (file, reason); Gradio refuses larger uploads", order=32)
+def test_recording_over_the_size_limit_is_refused(tmp_path: Path, observed) -> None:
+    from playground.replay import MAX_BYTES
+
+    big = tmp_path / "big.json"
+    with big.open("wb") as f:
+        f.truncate(MAX_BYTES + 1)  # sparse: no 20 MiB written
+    with pytest.raises(PresetError) as e:
+        load(big)
+    observed(str(e.value))
+    assert e.value.field == "(file)" and "larger than 20 MiB" in e.value.reason
