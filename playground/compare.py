@@ -5,46 +5,41 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import request
-from .client import ClientPool, fetch_server_info
-from .errors import PlaygroundError, ValidationFailed
+from .client import ClientPool, ServerInfo, fetch_server_info
+from .errors import ValidationFailed
 from .preflight import check_prompt, preflight
 from .presets import Variant
 from .runner import Recording, new_recording, run_to_end
 from .settings import Settings
 
 
-def resolve_model(settings: Settings) -> tuple[str, str | None]:
-    """(model name, server version): the configured model or the server's first one."""
-    info = fetch_server_info(settings.base_url, settings.api_key_value())
+def pick_model(settings: Settings, info: ServerInfo) -> str:
+    """The configured model (checked against what the server serves) or its first one."""
     names = [m.id for m in info.models]
     if settings.model:
         if names and settings.model not in names:
             raise ValidationFailed("model", f"{settings.model!r} is not served at "
                                    f"{settings.base_url}; served: {', '.join(names)}")
-        return settings.model, info.version
+        return settings.model
     if not names:
         raise ValidationFailed("model", f"the server at {settings.base_url} serves no model")
-    return names[0], info.version
+    return names[0]
 
 
-def context_length(settings: Settings, model: str) -> int | None:
-    """The served model's max_model_len, when the server states it."""
-    try:
-        info = fetch_server_info(settings.base_url, settings.api_key_value())
-    except PlaygroundError:
-        return None
-    return next((m.max_model_len for m in info.models if m.id == model), None)
+def resolve_model(settings: Settings) -> tuple[str, str | None]:
+    """(model name, server version): the configured model or the server's first one."""
+    info = fetch_server_info(settings.base_url, settings.api_key_value())
+    return pick_model(settings, info), info.version
 
 
 async def compare(settings: Settings, variants: Sequence[Variant], prompt: str, *,
                   sequential: bool = False) -> list[Recording]:
     """Every variant checked against the server's limits first (nothing is sent when one
     cannot fit), then all of them run side by side."""
-    if not prompt.strip():
-        raise ValidationFailed("prompt", "is empty; pass --prompt TEXT")
     check_prompt(prompt)
-    model, _ = resolve_model(settings)
-    limit = context_length(settings, model)
+    info = fetch_server_info(settings.base_url, settings.api_key_value())
+    model = pick_model(settings, info)
+    limit = next((m.max_model_len for m in info.models if m.id == model), None)
     for v in variants:
         preflight(v.base_url or settings.base_url, settings.api_key_value(), model, limit, v,
                   prompt)

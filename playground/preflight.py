@@ -72,7 +72,7 @@ def check_fits(variant: Variant, prompt: str, max_model_len: int | None,
 
 def preflight(base_url: str, api_key: str, model: str, max_model_len: int | None,
               variant: Variant, prompt: str) -> None:
-    check_prompt(prompt)
+    """One variant against the server's context (the prompt itself: check_prompt, once)."""
     check_fits(variant, prompt, max_model_len, None)  # max_tokens alone, without a request
     if max_model_len:
         tokens = prompt_tokens(base_url, api_key, model, variant, prompt)

@@ -224,10 +224,6 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         for c in columns:
             cleared.update({c.answer: "", c.reasoning: "", c.badge: "", c.metrics: "",
                             c.error: ""})
-        if not text.strip():
-            gr.Warning("prompt: is empty -- type a prompt or pick an example")
-            yield cleared
-            return
         try:
             check_prompt(text)
         except ValidationFailed as e:
