@@ -55,6 +55,12 @@ def variant_file(tmp: Path, name: str, **fields: object) -> str:
     return str(path)
 
 
+def presets_copy(tmp: Path) -> Path:
+    """A copy of the shipped presets a test may add bad files to (PLAYGROUND_PRESETS_DIR)."""
+    shutil.copytree(REPO_ROOT / "presets", tmp / "presets")
+    return tmp / "presets"
+
+
 def chats(p: FaultProxy, fault: str) -> list[dict]:
     return [s for s in p.seen if s["fault"] == fault and s["path"].endswith("completions")]
 
@@ -180,8 +186,7 @@ def test_engine_500(proxy: FaultProxy, tmp_path: Path, observed: Callable[[str],
    "the good variant's requests are all in the run file", order=15)
 def test_fault_in_a_benchmark(proxy: FaultProxy, tmp_path: Path,
                               observed: Callable[[str], None]) -> None:
-    presets = tmp_path / "presets"
-    shutil.copytree(REPO_ROOT / "presets", presets)
+    presets = presets_copy(tmp_path)
     Path(variant_file(presets / "variants", "faulty", base_url=proxy.url("kill")))
     Path(variant_file(presets / "variants", "good"))
     (tmp_path / "exp.yaml").write_text("name: faulty-bench\nvariants: [faulty, good]\n"
@@ -246,28 +251,16 @@ def test_bad_input_is_caught_before_sending(proxy: FaultProxy, tmp_path: Path,
 def test_app_starts_with_bad_yaml(vllm_server: str, tmp_path: Path,
                                   observed: Callable[[str], None]) -> None:
     from playground.client import http_get
-    from tests.apphelp import wait_listening
+    from tests.apphelp import app
 
-    presets = tmp_path / "presets"
-    shutil.copytree(REPO_ROOT / "presets", presets)
+    presets = presets_copy(tmp_path)
     (presets / "variants" / "broken.yaml").write_text("name: broken\ntemprature: 0.2\n")
     (presets / "experiments" / "broken-exp.yaml").write_text("name: b\nvariants: [nope]\n")
     (presets / "servers" / "broken-srv.yaml").write_text("name: b\nmax_model_len: -4\n")
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAYGROUND_")}
-    env.update(PLAYGROUND_BASE_URL=vllm_server, PLAYGROUND_PRESETS_DIR=str(presets),
-               PLAYGROUND_RUNS_DIR=str(tmp_path / "runs"), GRADIO_ANALYTICS_ENABLED="False")
-    log = tmp_path / "app.log"
-    with log.open("wb") as f:
-        proc = subprocess.Popen([sys.executable, "-m", "playground.cli", "ui", "--port",
-                                 str(port)], env=env, stdout=f, stderr=subprocess.STDOUT)
-    try:
-        url = f"http://127.0.0.1:{port}/"
-        wait_listening(url, proc, log)
+    env = {"PLAYGROUND_BASE_URL": vllm_server, "PLAYGROUND_PRESETS_DIR": str(presets),
+           "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
+    with app(env_extra=env, log=tmp_path / "app.log") as (url, _):
         _, config = http_get(url + "config", timeout_s=10)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
     text = json.dumps(json.loads(config), ensure_ascii=False)
     found = [m for m in ("broken.yaml: temprature: unknown key", "broken-exp.yaml",
                          "broken-srv.yaml: max_model_len") if m in text]

@@ -2,39 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from playground.client import http_get
-from playground.server import free_port
 from playground.settings import Settings
 from playground.ui.app import share_reachable
-from tests.apphelp import wait_listening
-
-
-@contextmanager
-def app(*args: str, env_extra: dict[str, str] | None = None,
-        log: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "PLAYGROUND_AUTH"}
-    env.update({"GRADIO_ANALYTICS_ENABLED": "False", **(env_extra or {})})
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "playground.cli", "ui", "--port",
-                                 str(port), *args], env=env, stdout=out,
-                                stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        wait_listening(url, proc, log, ok=(200, 401))
-        yield url, proc
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+from tests.apphelp import app
 
 
 @pytest.mark.reliability(case="shared mode (--share) with no auth; no internet for the link",
