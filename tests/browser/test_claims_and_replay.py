@@ -75,8 +75,9 @@ def test_replay_restreams_both_columns_in_recorded_order_and_pace(page: Page,
     expect(page.locator("#metrics-0")).to_contain_text("TTFT")
     fast_text, slow_text = page.locator("#metrics-0").inner_text(), page.locator(
         "#metrics-1").inner_text()
-    # the replay's own clock readings reproduce the recording (1,000 ms and 4,000 ms), within
-    # a tolerance for a busy machine's timer wake-ups
-    assert abs(ms(fast_text, "TTFT") - fast["metrics"]["ttft_ms"]) <= 500
-    assert abs(ms(slow_text, "E2E") - slow["metrics"]["e2e_ms"]) <= 500
+    # the recorded pace, as an order (recorded: TTFT 1,000 ms, the other's E2E 4,000 ms); that
+    # the replay reproduces the recorded times exactly is shown on a scripted clock in
+    # tests/unit/test_replay.py -- a wall-clock tolerance here would be a duration assertion
+    assert ms(fast_text, "TTFT") < ms(slow_text, "E2E")
+    assert fast["metrics"]["ttft_ms"] < slow["metrics"]["e2e_ms"]
     assert "non-streaming" in slow_text
