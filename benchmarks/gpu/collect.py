@@ -66,6 +66,21 @@ def screenshots(html: Path, stem: str, out: Path) -> list[Path]:
     return pngs
 
 
+def plotly_from_cdn(html: Path) -> None:
+    """The committed copy loads plotly.js from cdn.plot.ly instead of inlining its ~4.8 MB (the
+    PNGs are the offline view; `playground claims --out DIR` writes a self-contained report)."""
+    from plotly.offline import get_plotlyjs_version
+
+    text = html.read_text("utf-8")
+    start = text.find("<script>/**\n* plotly.js v")
+    if start < 0:
+        return
+    end = text.index("</script>", start) + len("</script>")
+    tag = (f'<script src="https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js" '
+           'charset="utf-8"></script>')
+    html.write_text(text[:start] + tag + text[end:], "utf-8")
+
+
 def slim(results: dict[str, Any]) -> dict[str, Any]:
     """A bench results.json without the raw per-token timestamps (requests.csv has them
     per request); the summary is kept whole."""
@@ -126,6 +141,7 @@ def main() -> int:
     for stem in ("claims-report", "seed-vs-optimized-report"):
         if stem + ".html" in copied:
             pngs += screenshots(copied[stem + ".html"], stem.removesuffix("-report"), out)
+            plotly_from_cdn(copied[stem + ".html"])
 
     (out / "README.md").write_text(summary_md(out, env, steps, pngs), "utf-8")
     if a.readme:
@@ -178,7 +194,8 @@ def sections(out: Path, env: dict[str, Any], steps: dict[str, Any], pngs: list[P
                   "API statements: " + "; ".join(f"{c['statement']} -> **{c['outcome']}**"
                                                  for c in board["api_checks"]),
                   "", "Full board with evidence: [claims.md](claims.md); stakeholder report: "
-                  "[claims-report.html](claims-report.html)."]
+                  "[claims-report.html](claims-report.html) (its plots load plotly.js from "
+                  "cdn.plot.ly; the PNGs below are the offline view)."]
     for ab in ("eager", "chunked-prefill"):
         b = load(out / f"claims-{ab}.json")
         if b and not board:
