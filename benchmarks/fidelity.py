@@ -26,13 +26,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from playground import demo_model, request
-from playground.client import ClientPool, fetch_server_info
-from playground.metrics import median
-from playground.presets import Variant
-from playground.runner import new_recording, run_many
-from playground.server import ManagedServer, cpu_demo_config
+from playground.core import request
+from playground.core.client import ClientPool, fetch_server_info
+from playground.core.metrics import median
+from playground.core.runner import new_recording, run_many
+from playground.server import demo_model
+from playground.server.managed import ManagedServer, cpu_demo_config
 from playground.settings import REPO_ROOT
+from playground.specs.presets import Variant
 
 ADDRESS = "长沙市岳麓区桃花岭路189号润丰园B座1202室 | 电话021-17613435 | 联系人江雨桐"
 

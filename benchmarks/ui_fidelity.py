@@ -23,13 +23,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from playground.client import http_get
-from playground.compare import compare
-from playground.metrics import median
-from playground.presets import PresetLibrary
-from playground.server import free_port
+from playground.core.client import http_get
+from playground.core.compare import compare
+from playground.core.metrics import median
+from playground.lab.store import read_run
+from playground.server.managed import free_port
 from playground.settings import REPO_ROOT, Settings
-from playground.store import read_run
+from playground.specs.presets import PresetLibrary
 
 ADDRESS = "北京市朝阳区建国路88号SOHO现代城A座2305 收件人：王建国 手机：13812345678"
 WATCH_JS = """() => {

@@ -58,7 +58,7 @@ class Settings(BaseModel):
 
     def auth_pairs(self) -> list[tuple[str, str]]:
         """PLAYGROUND_AUTH / --auth as (user, password) pairs; ValidationFailed if malformed."""
-        from .errors import ValidationFailed
+        from playground.errors import ValidationFailed
 
         if self.auth is None:
             return []

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from playground.client import http_get
-from playground.server import free_port
+from playground.core.client import http_get
+from playground.server.managed import free_port
 
 
 def wait_listening(url: str, proc: subprocess.Popen[bytes], log: Path,

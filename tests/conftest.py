@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from playground import demo_model
-from playground.server import ManagedServer, cpu_demo_config, free_port
+from playground.server import demo_model
+from playground.server.managed import ManagedServer, cpu_demo_config, free_port
 from playground.settings import REPO_ROOT, Settings
 from tests.reliability import observed, pytest_runtest_makereport, pytest_sessionfinish
 

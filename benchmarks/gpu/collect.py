@@ -25,9 +25,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from playground import insight  # noqa: E402
-from playground.board import BOARD_HEADERS, board_rows  # noqa: E402
-from playground.report import SUMMARY_HEADERS, insight_rows, summary_rows  # noqa: E402
+from playground.claims.board import BOARD_HEADERS, board_rows  # noqa: E402
+from playground.lab import insight  # noqa: E402
+from playground.lab.report import SUMMARY_HEADERS, insight_rows, summary_rows  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 RECORDING = ROOT / "presets" / "recordings" / "h200-seed-vs-optimized.json"

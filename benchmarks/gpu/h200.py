@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from playground import machine  # noqa: E402
-from playground.server import ManagedServer, cpu_demo_config  # noqa: E402
-from playground.store import read_run  # noqa: E402
+from playground.lab.store import read_run  # noqa: E402
+from playground.server import machine  # noqa: E402
+from playground.server.managed import ManagedServer, cpu_demo_config  # noqa: E402
 
 MODEL = Path("/tmp/model-0.6b")
 PORT = 8000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from .context import UIContext
+from playground.ui.context import UIContext
 
 CSS = """
 .variant-error p { color: #b00020; font-weight: 600; }
@@ -13,7 +13,7 @@ CSS = """
 
 
 def build_ui(ctx: UIContext) -> gr.Blocks:
-    from . import bench_tab, claims_tab, playground_tab, server_tab
+    from playground.ui import bench_tab, claims_tab, playground_tab, server_tab
 
     with gr.Blocks(title="qwen-latency-lab") as demo:
         gr.Markdown("# qwen-latency-lab\nWhy does one way of calling Qwen3-0.6B answer in 20 ms "
@@ -36,9 +36,9 @@ def build_ui(ctx: UIContext) -> gr.Blocks:
 
 def _api(ctx: UIContext) -> None:
     """A programmatic endpoint (gradio_client / "Use via API"): one comparison by preset names."""
-    from ..compare import compare
-    from ..errors import PlaygroundError
-    from ..tables import recording_dict
+    from playground.core.compare import compare
+    from playground.errors import PlaygroundError
+    from playground.outputs.tables import recording_dict
 
     async def compare_presets(prompt: str, presets: list[str]) -> list[dict]:
         """Send `prompt` to the named presets at once; returns every measured request."""

@@ -13,10 +13,10 @@ import signal
 import socket
 import sys
 
-from ..embedded import EmbeddedServer, ensure_server
-from ..settings import Settings
-from . import CSS, build_ui
-from .context import UIContext
+from playground.server.embedded import EmbeddedServer, ensure_server
+from playground.settings import Settings
+from playground.ui import CSS, build_ui
+from playground.ui.context import UIContext
 
 SHARE_HOST = "api.gradio.app:443"
 REPLAY_BANNER = ("Replay mode: no vLLM server is configured, so this app replays recorded "
@@ -83,7 +83,7 @@ def launch(settings: Settings, *, host: str = "127.0.0.1", port: int = 7860,
     where = "replay mode, no server" if replay_only else f"vLLM: {settings.base_url}"
     log(f"qwen-latency-lab UI on http://{host}:{port} ({where})")
     try:
-        from ..replay import MAX_BYTES
+        from playground.lab.replay import MAX_BYTES
 
         # uploads over the recording limit are refused by Gradio before they reach the disk
         demo.launch(server_name=host, server_port=port, share=share, css=CSS,

@@ -9,11 +9,10 @@ from typing import Any
 
 import gradio as gr
 
-from ..bench import BenchEvent, run_experiment
-from ..errors import PlaygroundError
-from ..insight import GRID_HEADERS, grid_rows, phase_figure, tpot_floor_figure
-from ..presets import load_experiment
-from ..report import (
+from playground.errors import PlaygroundError
+from playground.lab.bench import BenchEvent, run_experiment
+from playground.lab.insight import GRID_HEADERS, grid_rows, phase_figure, tpot_floor_figure
+from playground.lab.report import (
     SUMMARY_HEADERS,
     accuracy_plot,
     box_plot,
@@ -23,8 +22,9 @@ from ..report import (
     summary_rows,
     write_outputs,
 )
-from ..store import RunStore, read_run
-from .context import UIContext
+from playground.lab.store import RunStore, read_run
+from playground.specs.presets import load_experiment
+from playground.ui.context import UIContext
 
 REFRESH_S = 1.0
 

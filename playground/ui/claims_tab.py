@@ -12,7 +12,7 @@ from typing import Any
 
 import gradio as gr
 
-from ..board import (
+from playground.claims.board import (
     BOARD_HEADERS,
     BoardEvent,
     board_rows,
@@ -21,8 +21,8 @@ from ..board import (
     verdict_figure,
     write_board,
 )
-from ..claims import load_claims
-from .context import UIContext
+from playground.claims.run import load_claims
+from playground.ui.context import UIContext
 
 REFRESH_S = 1.0
 

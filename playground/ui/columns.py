@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import ValidationFailed
-from ..presets import GuidedJson, PresetLibrary, PromptVariant, Variant, first_error
+from playground.errors import ValidationFailed
+from playground.specs.presets import GuidedJson, PresetLibrary, PromptVariant, Variant, first_error
 
 MAX_COLUMNS = 4
 PROMPT_CHOICES = ["long", "minimal", "none", "custom"]

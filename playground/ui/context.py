@@ -7,15 +7,15 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..client import ClientPool
-from ..floor import server_floor
-from ..measure_loop import MeasureLoop
-from ..presets import PresetLibrary
-from ..runner import Recording
-from ..server import ManagedServer
-from ..settings import Settings
-from ..store import RunStore
-from ..tables import recording_dict
+from playground.core.client import ClientPool
+from playground.core.measure_loop import MeasureLoop
+from playground.core.runner import Recording
+from playground.lab.store import RunStore
+from playground.outputs.tables import recording_dict
+from playground.server.floor import server_floor
+from playground.server.managed import ManagedServer
+from playground.settings import Settings
+from playground.specs.presets import PresetLibrary
 
 
 def load_examples(path: Path, limit: int = 12) -> list[str]:

@@ -10,15 +10,16 @@ from typing import Any
 
 import gradio as gr
 
-from .. import plots, request
-from ..client import fetch_server_info
-from ..embedded import model_note
-from ..errors import PlaygroundError, ValidationFailed
-from ..preflight import check_prompt, preflight
-from ..runner import Recording, new_recording, run_to_end
-from ..tables import recording_dict
-from . import replay_panel
-from .columns import (
+from playground.core import request
+from playground.core.client import fetch_server_info
+from playground.core.preflight import check_prompt, preflight
+from playground.core.runner import Recording, new_recording, run_to_end
+from playground.errors import PlaygroundError, ValidationFailed
+from playground.outputs import figures as plots
+from playground.outputs.tables import recording_dict
+from playground.server.embedded import model_note
+from playground.ui import replay_panel
+from playground.ui.columns import (
     CUSTOM,
     MAX_COLUMNS,
     NO_SCHEMA,
@@ -27,8 +28,8 @@ from .columns import (
     controls_from_variant,
     variant_from_controls,
 )
-from .context import UIContext
-from .render import badge_md, error_md, metrics_md, phases_html
+from playground.ui.context import UIContext
+from playground.ui.render import badge_md, error_md, metrics_md, phases_html
 
 # The measuring tasks never wait on rendering: a driver task runs the requests, and the UI
 # samples their recordings. Text at most every 50 ms (only columns that changed), figures at

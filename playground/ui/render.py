@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import time
 
-from ..metrics import Metrics
-from ..runner import Recording
-from ..scoring import badge, score
-from ..tables import fmt_ms
+from playground.core.metrics import Metrics
+from playground.core.runner import Recording
+from playground.core.scoring import badge, score
+from playground.outputs.tables import fmt_ms
 
 
 def phases_html(rec: Recording) -> str:
     """The phase bar (queue, prefill, thinking, answer, transport) of a finished response."""
     from dataclasses import asdict
 
-    from ..phases import breakdown, html_bar
+    from playground.core.phases import breakdown, html_bar
 
     m = rec.metrics()
     if rec.error is not None:

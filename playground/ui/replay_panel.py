@@ -9,11 +9,11 @@ from typing import Any
 
 import gradio as gr
 
-from .. import plots
-from ..errors import PlaygroundError
-from ..replay import MAX_BYTES, from_history, load, play, recordings, save
-from ..store import RunStore
-from .context import UIContext
+from playground.errors import PlaygroundError
+from playground.lab.replay import MAX_BYTES, from_history, load, play, recordings, save
+from playground.lab.store import RunStore
+from playground.outputs import figures as plots
+from playground.ui.context import UIContext
 
 
 def recording_choices(ctx: UIContext) -> list[str]:
@@ -27,7 +27,7 @@ def recording_choices(ctx: UIContext) -> list[str]:
 
 def build(ctx: UIContext, columns: list[Any], n_columns: Any, prompt: Any, timeline: Any,
           bars: Any, session: Any, *, open_: bool = False) -> None:
-    from .playground_tab import column_updates, live_updates
+    from playground.ui.playground_tab import column_updates, live_updates
 
     choices = recording_choices(ctx)
     with gr.Accordion("Replay a recording (no server needed)", open=open_,

@@ -7,11 +7,11 @@ from typing import Any
 
 import gradio as gr
 
-from ..client import fetch_server_info
-from ..embedded import server_config
-from ..errors import PlaygroundError
-from ..server import ManagedServer, is_healthy, load_server_presets
-from .context import UIContext
+from playground.core.client import fetch_server_info
+from playground.errors import PlaygroundError
+from playground.server.embedded import server_config
+from playground.server.managed import ManagedServer, is_healthy, load_server_presets
+from playground.ui.context import UIContext
 
 
 def build(ctx: UIContext) -> None:

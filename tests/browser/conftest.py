@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from playground.server import free_port
+from playground.server.managed import free_port
 from playground.settings import REPO_ROOT
 from tests.apphelp import wait_listening
 

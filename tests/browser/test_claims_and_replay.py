@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from playground.replay import from_history, save
-
-from ..unit.test_replay import recorded
+from playground.lab.replay import from_history, save
+from tests.unit.test_replay import recorded
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 LONG = 900_000

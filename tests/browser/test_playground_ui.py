@@ -7,7 +7,7 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
-from playground.server_metrics import running_requests as running
+from playground.server.prom import running_requests as running
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 LONG = 120_000
@@ -98,9 +98,8 @@ def test_benchmark_tab_runs_an_experiment(page: Page) -> None:
 
 
 def test_report_opens_offline_in_chromium(browser, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from playground.report import write_outputs
-
-    from ..unit.test_bench_plan_stats import fake_record
+    from playground.lab.report import write_outputs
+    from tests.unit.test_bench_plan_stats import fake_record
 
     records = [{"kind": "meta", "experiment": {"name": "offline", "variants": [
         {"name": "a"}, {"name": "b"}]}}]
@@ -115,7 +114,7 @@ def test_report_opens_offline_in_chromium(browser, tmp_path) -> None:  # type: i
 
 
 def test_server_tab_starts_and_stops_a_managed_server(page: Page) -> None:
-    from playground.server import free_port
+    from playground.server.managed import free_port
 
     port = free_port()
     page.get_by_role("tab", name="Server").click()

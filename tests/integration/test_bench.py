@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from playground.store import read_run
+from playground.lab.store import read_run
 
 pytestmark = pytest.mark.server
 

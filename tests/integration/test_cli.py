@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from playground.server import free_port
+from playground.server.managed import free_port
 
 pytestmark = pytest.mark.server
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from playground.compare import compare
-from playground.phases import breakdown
-from playground.presets import Variant
-from playground.server_metrics import running_requests
+from playground.core.compare import compare
+from playground.core.phases import breakdown
+from playground.server.prom import running_requests
 from playground.settings import Settings
+from playground.specs.presets import Variant
 
 pytestmark = pytest.mark.server
 

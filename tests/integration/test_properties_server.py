@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from playground import request
-from playground.client import ClientPool
-from playground.presets import variant_from_dict
-from playground.runner import new_recording, run_to_end
+from playground.core import request
+from playground.core.client import ClientPool
+from playground.core.runner import new_recording, run_to_end
+from playground.specs.presets import variant_from_dict
 from tests.unit.test_properties import PRESETS, variant_dicts
 
 pytestmark = pytest.mark.server

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from playground.bench import run_experiment
-from playground.measure_loop import MeasureLoop
-from playground.presets import MAX_SCHEMA_BYTES, PresetLibrary, load_experiment
-from playground.server import free_port
-from playground.server_metrics import running_requests
+from playground.core.measure_loop import MeasureLoop
+from playground.lab.bench import run_experiment
+from playground.lab.store import read_run
+from playground.server.managed import free_port
+from playground.server.prom import running_requests
 from playground.settings import REPO_ROOT, Settings
-from playground.store import read_run
+from playground.specs.presets import MAX_SCHEMA_BYTES, PresetLibrary, load_experiment
 from tests.faultproxy import FaultProxy
 
 pytestmark = pytest.mark.server
@@ -250,7 +250,7 @@ def test_bad_input_is_caught_before_sending(proxy: FaultProxy, tmp_path: Path,
    "file, field and reason; the good ones load", order=30)
 def test_app_starts_with_bad_yaml(vllm_server: str, tmp_path: Path,
                                   observed: Callable[[str], None]) -> None:
-    from playground.client import http_get
+    from playground.core.client import http_get
     from tests.apphelp import app
 
     presets = presets_copy(tmp_path)

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from playground import request
-from playground.client import ClientPool
-from playground.presets import Variant
-from playground.runner import new_recording, run_to_end
-from playground.server import ManagedServer, cpu_demo_config, free_port, is_healthy
-from playground.server_metrics import breakdown, scrape
+from playground.core import request
+from playground.core.client import ClientPool
+from playground.core.runner import new_recording, run_to_end
+from playground.server.managed import ManagedServer, cpu_demo_config, free_port, is_healthy
+from playground.server.prom import breakdown, scrape
+from playground.specs.presets import Variant
 
 pytestmark = pytest.mark.server
 

@@ -8,13 +8,13 @@ import json
 import jsonschema
 import pytest
 
-from playground import request
-from playground.client import ClientPool, fetch_server_info
+from playground.core import request
+from playground.core.client import ClientPool, fetch_server_info
+from playground.core.runner import Recording, new_recording, run, run_to_end
 from playground.errors import RequestRejected
-from playground.presets import PresetLibrary, Variant
-from playground.runner import Recording, new_recording, run, run_to_end
-from playground.server_metrics import running_requests
+from playground.server.prom import running_requests
 from playground.settings import REPO_ROOT, Settings
+from playground.specs.presets import PresetLibrary, Variant
 
 pytestmark = pytest.mark.server
 MODEL = "Qwen/Qwen3-0.6B"

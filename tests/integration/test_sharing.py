@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from playground.client import http_get
+from playground.core.client import http_get
 from playground.settings import Settings
 from playground.ui.app import share_reachable
 from tests.apphelp import app

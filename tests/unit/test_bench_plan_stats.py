@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from playground.bench import plan
 from playground.errors import PresetError
-from playground.presets import PresetLibrary, experiment_from_dict, load_experiment
-from playground.report import summarize_run, write_outputs
+from playground.lab.bench import plan
+from playground.lab.report import summarize_run, write_outputs
+from playground.lab.stats import compare_medians
 from playground.settings import REPO_ROOT
-from playground.stats import compare_medians
+from playground.specs.presets import PresetLibrary, experiment_from_dict, load_experiment
 
 LIB = PresetLibrary(REPO_ROOT / "presets")
 

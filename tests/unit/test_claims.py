@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from playground.board import board_rows, html_report, markdown
-from playground.claims import Check, ClaimResult, claim_experiment, judge, load_claims
-from playground.presets import PresetLibrary
+from playground.claims.board import board_rows, html_report, markdown
+from playground.claims.run import Check, ClaimResult, claim_experiment, judge, load_claims
 from playground.settings import REPO_ROOT
+from playground.specs.presets import PresetLibrary
 
 PRESETS = REPO_ROOT / "presets"
 LOWER = Check(metric="e2e_ms", direction="lower", claimed="-50%", claimed_change_pct=-50)

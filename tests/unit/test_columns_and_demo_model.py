@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from playground import demo_model
+from playground.core.request import build
 from playground.errors import ValidationFailed
-from playground.presets import PresetLibrary
-from playground.request import build
+from playground.server import demo_model
 from playground.settings import REPO_ROOT
+from playground.specs.presets import PresetLibrary
 from playground.ui.columns import controls_from_variant, variant_from_controls
 
 LIB = PresetLibrary(REPO_ROOT / "presets")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from playground.floor import (
+from playground.core.phases import breakdown, html_bar
+from playground.lab.insight import definitions, goodput, grid, thinking_cut_off
+from playground.server.floor import (
     GPU_BANDWIDTH,
     QWEN3_0_6B,
     floor_for,
@@ -12,8 +14,6 @@ from playground.floor import (
     param_count,
     weight_bytes,
 )
-from playground.insight import definitions, goodput, grid, thinking_cut_off
-from playground.phases import breakdown, html_bar
 
 
 def test_qwen3_0_6b_bf16_on_h200_by_hand() -> None:

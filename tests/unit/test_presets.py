@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from playground import schemas
 from playground.errors import PresetError, ValidationFailed
-from playground.presets import PresetLibrary, Variant, variant_from_dict
 from playground.settings import REPO_ROOT
+from playground.specs import schemas
+from playground.specs.presets import PresetLibrary, Variant, variant_from_dict
 
 PRESETS = REPO_ROOT / "presets"
 REQUIRED = ["seed-default", "streaming", "thinking-off", "greedy", "minimal-prompt",

@@ -13,10 +13,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from playground import request
+from playground.core import request
 from playground.errors import PresetError
-from playground.presets import PresetLibrary, experiment_from_dict, variant_from_dict
 from playground.settings import REPO_ROOT
+from playground.specs.presets import PresetLibrary, experiment_from_dict, variant_from_dict
 
 PRESETS = REPO_ROOT / "presets"
 LIB = PresetLibrary(PRESETS)

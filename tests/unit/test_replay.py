@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from playground.core.metrics import RawTimings, Usage
+from playground.core.request import build
+from playground.core.runner import Recording
 from playground.errors import PresetError
-from playground.metrics import RawTimings, Usage
-from playground.presets import Variant
-from playground.replay import RecordingFile, from_history, load, play, recordings, save
-from playground.request import build
-from playground.runner import Recording
-from playground.tables import recording_dict
+from playground.lab.replay import RecordingFile, from_history, load, play, recordings, save
+from playground.outputs.tables import recording_dict
+from playground.specs.presets import Variant
 
 
 def recorded(name: str, stream: bool, t0: float, tokens: list[tuple[float, str]],
@@ -141,7 +141,7 @@ def test_shipped_recordings_load() -> None:
 @pytest.mark.reliability(case="an uploaded recording over the size limit", where="the replay "
                          "panel's error (file, reason); Gradio refuses larger uploads", order=32)
 def test_recording_over_the_size_limit_is_refused(tmp_path: Path, observed) -> None:
-    from playground.replay import MAX_BYTES
+    from playground.lab.replay import MAX_BYTES
 
     big = tmp_path / "big.json"
     with big.open("wb") as f:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from playground import request
-from playground.presets import GuidedJson, PromptVariant, Variant
+from playground.core import request
+from playground.specs.presets import GuidedJson, PromptVariant, Variant
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
 BASE = {"name": "v"}

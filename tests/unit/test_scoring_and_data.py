@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from playground.schemas import AddressLabels
-from playground.scoring import badge, score
+from playground.core.scoring import badge, score
 from playground.settings import REPO_ROOT
+from playground.specs.schemas import AddressLabels
 
 DATA = REPO_ROOT / "presets" / "data" / "address.jsonl"
 SCHEMA = AddressLabels.model_json_schema()

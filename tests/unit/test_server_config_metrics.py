@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from playground import server_metrics as sm
-from playground.server import ServerConfig, load_server_presets
+from playground.server import prom as sm
+from playground.server.managed import ServerConfig, load_server_presets
 from playground.settings import REPO_ROOT
 
 BEFORE = """\
@@ -114,7 +114,7 @@ def test_server_presets_load_and_keep_cpu_memory() -> None:
 def test_managed_server_uses_the_configured_python() -> None:
     import sys
 
-    from playground.server import ManagedServer
+    from playground.server.managed import ManagedServer
     from playground.settings import Settings
 
     s = Settings.from_env({"PLAYGROUND_VLLM_PYTHON": "/opt/gpu-venv/bin/python"})

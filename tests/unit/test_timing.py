@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from playground.client import Backend
-from playground.metrics import RawTimings, bootstrap_ci, derive, percentile, summarize
-from playground.presets import Variant
-from playground.request import build
-from playground.runner import new_recording
+from playground.core.client import Backend
+from playground.core.metrics import RawTimings, bootstrap_ci, derive, percentile, summarize
+from playground.core.request import build
+from playground.core.runner import new_recording
+from playground.specs.presets import Variant
 
 
 def chunk(content: str | None = None, reasoning: str | None = None, role: str | None = None,

@@ -6,14 +6,20 @@ import asyncio
 import sys
 from pathlib import Path
 
-from .bench import run_experiment
-from .errors import ValidationFailed
-from .insight import GRID_HEADERS, grid_rows
-from .presets import PresetLibrary, load_experiment
-from .report import SUMMARY_HEADERS, insight_rows, summarize_run, summary_rows, write_outputs
-from .settings import Settings
-from .store import RunStore, read_run
-from .tables import text_table
+from playground.errors import ValidationFailed
+from playground.lab.bench import run_experiment
+from playground.lab.insight import GRID_HEADERS, grid_rows
+from playground.lab.report import (
+    SUMMARY_HEADERS,
+    insight_rows,
+    summarize_run,
+    summary_rows,
+    write_outputs,
+)
+from playground.lab.store import RunStore, read_run
+from playground.outputs.tables import text_table
+from playground.settings import Settings
+from playground.specs.presets import PresetLibrary, load_experiment
 
 
 def _resolve(path: Path, settings: Settings) -> Path:

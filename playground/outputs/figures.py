@@ -12,7 +12,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from .runner import Recording
+from playground.core.runner import Recording
 
 COLORS = ["#4C78A8", "#F58518", "#54A24B", "#B279A2"]
 

@@ -16,19 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import request
-from .client import ClientPool, fetch_server_info
-from .compare import resolve_model
-from .embedded import has_gpu_vllm, server_config
-from .errors import ValidationFailed
-from .floor import server_floor
-from .presets import Experiment, Variant, load_dataset
-from .runner import Recording, new_recording, run_many
-from .scoring import score
-from .server import ManagedServer, free_port, load_server_presets
-from .settings import Settings
-from .store import RunFile, RunStore
-from .tables import recording_dict
+from playground.core import request
+from playground.core.client import ClientPool, fetch_server_info
+from playground.core.compare import resolve_model
+from playground.core.runner import Recording, new_recording, run_many
+from playground.core.scoring import score
+from playground.errors import ValidationFailed
+from playground.lab.store import RunFile, RunStore
+from playground.outputs.tables import recording_dict
+from playground.server.embedded import has_gpu_vllm, server_config
+from playground.server.floor import server_floor
+from playground.server.managed import ManagedServer, free_port, load_server_presets
+from playground.settings import Settings
+from playground.specs.presets import Experiment, Variant, load_dataset
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def environment(settings: Settings, exp: Experiment, model: str) -> dict[str, An
         version, roots = info.version, [m.root for m in info.models]
     except Exception:  # environment is best-effort metadata
         version, roots = None, []
-    from .demo_model import is_demo_dir
+    from playground.server.demo_model import is_demo_dir
 
     return {"experiment": exp.model_dump(mode="json", by_alias=True), "model": model,
             "base_url": settings.base_url, "vllm_version": version,

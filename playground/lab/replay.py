@@ -27,12 +27,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .client import Clock, Event
-from .errors import PresetError, StreamError
-from .metrics import RawTimings, Usage
-from .presets import Variant, first_error
-from .request import ChatRequest
-from .runner import Recording
+from playground.core.client import Clock, Event
+from playground.core.metrics import RawTimings, Usage
+from playground.core.request import ChatRequest
+from playground.core.runner import Recording
+from playground.errors import PresetError, StreamError
+from playground.specs.presets import Variant, first_error
 
 FORMAT = "qwen-latency-lab/recording"
 VERSION = 1

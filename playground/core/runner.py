@@ -14,11 +14,11 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .client import ClientPool, Clock, Event
-from .errors import PlaygroundError, RequestTimeout
-from .metrics import Metrics, RawTimings, derive
-from .presets import Variant
-from .request import ChatRequest
+from playground.core.client import ClientPool, Clock, Event
+from playground.core.metrics import Metrics, RawTimings, derive
+from playground.core.request import ChatRequest
+from playground.errors import PlaygroundError, RequestTimeout
+from playground.specs.presets import Variant
 
 Status = Literal["pending", "running", "done", "error", "cancelled"]
 Mode = Literal["concurrent", "sequential"]

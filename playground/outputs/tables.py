@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .runner import Recording
+from playground.core.runner import Recording
 
 COLUMNS = ["variant", "stream", "TTFT", "TTFA", "E2E", "first char", "tokens", "tok/s",
            "finish", "output"]

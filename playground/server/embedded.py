@@ -11,11 +11,17 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import demo_model
-from .client import ServerInfo, fetch_server_info
-from .errors import PlaygroundError, ServerStartError
-from .server import ManagedServer, ServerConfig, ServerPreset, cpu_demo_config, is_healthy
-from .settings import DEFAULT_MODEL, Settings
+from playground.core.client import ServerInfo, fetch_server_info
+from playground.errors import PlaygroundError, ServerStartError
+from playground.server import demo_model
+from playground.server.managed import (
+    ManagedServer,
+    ServerConfig,
+    ServerPreset,
+    cpu_demo_config,
+    is_healthy,
+)
+from playground.settings import DEFAULT_MODEL, Settings
 
 DEMO_NOTE = ("Serving the OFFLINE DEMO MODEL: Qwen3 architecture and real Qwen vocabulary with "
              "RANDOM weights. Its text is meaningless; its latency mechanics (prefill, decode, "

@@ -138,9 +138,9 @@ def server_floor(settings: Any, base_url: str, api_key: str) -> float | None:
     server is local; None when the accelerator cannot be known (a remote server)."""
     from urllib.parse import urlparse
 
-    from . import machine
-    from .client import fetch_server_info
-    from .errors import PlaygroundError
+    from playground.core.client import fetch_server_info
+    from playground.errors import PlaygroundError
+    from playground.server import machine
 
     try:
         info = fetch_server_info(base_url, api_key)

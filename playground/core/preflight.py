@@ -12,10 +12,10 @@ import json
 import urllib.error
 import urllib.request
 
-from .client import server_root
-from .errors import ValidationFailed
-from .presets import Variant
-from .request import build_messages
+from playground.core.client import server_root
+from playground.core.request import build_messages
+from playground.errors import ValidationFailed
+from playground.specs.presets import Variant
 
 MAX_PROMPT_CHARS = 200_000  # pasted or uploaded text; far above any context this tool serves
 

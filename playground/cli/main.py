@@ -16,14 +16,14 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from . import demo_model
-from .client import fetch_server_info
-from .compare import compare
-from .errors import PlaygroundError, ValidationFailed
-from .presets import PresetLibrary, Variant, load_yaml, variant_from_dict
-from .runner import Recording
-from .settings import Settings
-from .tables import recording_dict, row, text_table
+from playground.core.client import fetch_server_info
+from playground.core.compare import compare
+from playground.core.runner import Recording
+from playground.errors import PlaygroundError, ValidationFailed
+from playground.outputs.tables import recording_dict, row, text_table
+from playground.server import demo_model
+from playground.settings import Settings
+from playground.specs.presets import PresetLibrary, Variant, load_yaml, variant_from_dict
 
 DEFAULT_PROMPT = "长沙市岳麓区桃花岭路189号润丰园B座1202室 | 电话021-17613435 | 联系人江雨桐"
 
@@ -49,7 +49,7 @@ def print_comparison(recs: Sequence[Recording], as_json: bool) -> None:
     print(text_table([row(r) for r in recs]))
     from dataclasses import asdict
 
-    from .phases import breakdown
+    from playground.core.phases import breakdown
 
     for r in recs:
         m = r.metrics()
@@ -65,7 +65,7 @@ def print_comparison(recs: Sequence[Recording], as_json: bool) -> None:
 
 def _read_prompt_file(path: str) -> str:
     """A prompt from a file, size-checked before it is read whole."""
-    from .preflight import MAX_PROMPT_CHARS, check_prompt
+    from playground.core.preflight import MAX_PROMPT_CHARS, check_prompt
 
     try:
         with open(path, encoding="utf-8") as f:
@@ -84,13 +84,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     prompt = _read_prompt_file(args.prompt_file) if args.prompt_file else args.prompt
     recs = asyncio.run(compare(settings, variants, prompt, sequential=args.sequential))
     print_comparison(recs, args.json)
-    from .store import RunStore
+    from playground.lab.store import RunStore
 
     run = RunStore(settings.runs_dir).new_run("playground")  # the run history, like the UI's
     for r in recs:
         run.append(recording_dict(r))
     if args.record:
-        from .replay import from_history, save
+        from playground.lab.replay import from_history, save
 
         rec = from_history([recording_dict(r) for r in recs], title=args.title,
                            environment=recording_environment(settings, args.note))
@@ -103,7 +103,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """The embedded default, headless: ensure a server, compare the seed default vs all."""
-    from .embedded import ensure_server
+    from playground.server.embedded import ensure_server
 
     settings = _settings(args)
     server = ensure_server(settings, log=lambda m: print(m, file=sys.stderr))
@@ -125,8 +125,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .embedded import ensure_server
-    from .server import load_server_presets
+    from playground.server.embedded import ensure_server
+    from playground.server.managed import load_server_presets
 
     settings = _settings(args)
     preset = None
@@ -152,7 +152,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    from .ui.app import launch
+    from playground.ui.app import launch
 
     settings = _settings(args)
     if args.auth:
@@ -164,8 +164,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 def recording_environment(settings: Settings, note: str | None) -> dict[str, object]:
     """What a recording says about where it was measured (never the key or the URL)."""
-    from . import machine
-    from .demo_model import is_demo_dir
+    from playground.server import machine
+    from playground.server.demo_model import is_demo_dir
 
     m = machine.describe()
     env: dict[str, object] = {"accelerator": m["accelerator"], "cpu": m["cpu"]}
@@ -181,8 +181,8 @@ def recording_environment(settings: Settings, note: str | None) -> dict[str, obj
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from .replay import from_history, save
-    from .store import read_run
+    from playground.lab.replay import from_history, save
+    from playground.lab.store import read_run
 
     env = {"note": args.note} if args.note else {}
     rec = from_history(read_run(Path(args.run)), title=args.title, environment=env)
@@ -193,7 +193,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .benchcli import run_bench
+    from playground.cli.bench import run_bench
 
     return run_bench(_settings(args), Path(args.experiment), Path(args.out) if args.out
                      else None, ttft_slo_ms=args.slo_ttft_ms, e2e_slo_ms=args.slo_e2e_ms,
@@ -201,7 +201,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
-    from .claimscli import run_claims
+    from playground.cli.claims import run_claims
 
     return run_claims(_settings(args), Path(args.out), only=args.only,
                       with_servers=args.with_servers, api_checks=not args.no_api_checks,
@@ -210,7 +210,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from .benchcli import compare_runs, list_runs
+    from playground.cli.bench import compare_runs, list_runs
 
     settings = _settings(args)
     if args.action == "list":

@@ -10,7 +10,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .metrics import Summary, bootstrap_ci, median, summarize
+from playground.core.metrics import Summary, bootstrap_ci, median, summarize
 
 METRICS = {
     "ttft_ms": "TTFT",

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .client import http_get
-from .errors import ServerStartError
+from playground.core.client import http_get
+from playground.errors import ServerStartError
 
 ENTRYPOINT = "vllm.entrypoints.openai.api_server"
 
@@ -241,7 +241,7 @@ def load_server_presets(presets_dir: Path) -> tuple[dict[str, ServerPreset], lis
     """All server presets, and readable errors (file, field, reason) for the bad ones."""
     from pydantic import ValidationError
 
-    from .presets import PresetError, first_error, load_yaml
+    from playground.specs.presets import PresetError, first_error, load_yaml
 
     presets: dict[str, ServerPreset] = {}
     errors: list[str] = []

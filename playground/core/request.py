@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .presets import Variant
+from playground.specs.presets import Variant
 
 
 @dataclass(frozen=True)

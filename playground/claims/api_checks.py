@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .client import server_root
-from .scoring import score
+from playground.core.client import server_root
+from playground.core.scoring import score
 
 Outcome = str
 

@@ -26,19 +26,25 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from . import request
-from .bench import environment, run_experiment
-from .client import ClientPool
-from .compare import resolve_model
-from .errors import PlaygroundError, PresetError
-from .metrics import median
-from .presets import Experiment, PresetLibrary, experiment_from_dict, first_error, load_dataset
-from .presets import load_yaml as _load_yaml
-from .report import metric_values, split, summarize_run
-from .runner import new_recording, run_many
-from .settings import Settings
-from .store import RunFile, RunStore
-from .tables import recording_dict
+from playground.core import request
+from playground.core.client import ClientPool
+from playground.core.compare import resolve_model
+from playground.core.metrics import median
+from playground.core.runner import new_recording, run_many
+from playground.errors import PlaygroundError, PresetError
+from playground.lab.bench import environment, run_experiment
+from playground.lab.report import metric_values, split, summarize_run
+from playground.lab.store import RunFile, RunStore
+from playground.outputs.tables import recording_dict
+from playground.settings import Settings
+from playground.specs.presets import (
+    Experiment,
+    PresetLibrary,
+    experiment_from_dict,
+    first_error,
+    load_dataset,
+)
+from playground.specs.presets import load_yaml as _load_yaml
 
 LATENCY = {"ttft_ms": "TTFT", "ttfa_ms": "TTFA", "visible_wait_ms": "first visible character",
            "e2e_ms": "E2E", "tpot_ms": "TPOT", "batch_wall_ms": "wall time for the batch"}

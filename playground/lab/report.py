@@ -18,9 +18,9 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.offline
 
-from . import insight
-from .metrics import median
-from .stats import METRICS, compare_medians, describe
+from playground.core.metrics import median
+from playground.lab import insight
+from playground.lab.stats import METRICS, compare_medians, describe
 
 CSV_FIELDS = ["trial", "variant", "example", "repetition", "status", "error", "ttft_ms",
               "ttfa_ms", "visible_wait_ms", "e2e_ms", "tpot_ms", "decode_tok_s",

@@ -6,12 +6,12 @@ import asyncio
 import sys
 from pathlib import Path
 
-from .board import BOARD_HEADERS, board_rows, run_board, write_board
-from .claims import load_claims
-from .errors import ValidationFailed
-from .presets import PresetLibrary
-from .settings import Settings
-from .tables import text_table
+from playground.claims.board import BOARD_HEADERS, board_rows, run_board, write_board
+from playground.claims.run import load_claims
+from playground.errors import ValidationFailed
+from playground.outputs.tables import text_table
+from playground.settings import Settings
+from playground.specs.presets import PresetLibrary
 
 
 def run_claims(settings: Settings, out: Path, *, only: list[str] | None, with_servers: bool,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from . import request
-from .client import ClientPool, ServerInfo, fetch_server_info
-from .errors import ValidationFailed
-from .preflight import check_prompt, preflight
-from .presets import Variant
-from .runner import Recording, new_recording, run_to_end
-from .settings import Settings
+from playground.core import request
+from playground.core.client import ClientPool, ServerInfo, fetch_server_info
+from playground.core.preflight import check_prompt, preflight
+from playground.core.runner import Recording, new_recording, run_to_end
+from playground.errors import ValidationFailed
+from playground.settings import Settings
+from playground.specs.presets import Variant
 
 
 def pick_model(settings: Settings, info: ServerInfo) -> str:

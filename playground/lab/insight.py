@@ -17,8 +17,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from .metrics import median
-from .phases import PHASE_COLORS, breakdown
+from playground.core.metrics import median
+from playground.core.phases import PHASE_COLORS, breakdown
 
 DEFINITIONS = {"first_chunk_ms": "first SSE chunk (vllm bench serve)",
                "ttft_ms": "first token (GuideLLM, this tool's TTFT)",

@@ -1,6 +1,6 @@
 """Pydantic models behind the shipped JSON Schemas (presets/schemas/*.json).
 
-`python -m playground.schemas` regenerates the files; a test checks they are up to date.
+`python -m playground.specs.schemas` regenerates the files; a test checks they are up to date.
 """
 
 from __future__ import annotations
@@ -39,4 +39,4 @@ def write_all(folder: Path) -> None:
 
 
 if __name__ == "__main__":
-    write_all(Path(__file__).resolve().parent.parent / "presets" / "schemas")
+    write_all(Path(__file__).resolve().parents[2] / "presets" / "schemas")

@@ -17,15 +17,15 @@ from typing import Any, Literal
 
 import openai
 
-from .errors import (
+from playground.core.metrics import Usage
+from playground.core.request import ChatRequest
+from playground.errors import (
     PlaygroundError,
     RequestRejected,
     RequestTimeout,
     ServerUnavailable,
     StreamError,
 )
-from .metrics import Usage
-from .request import ChatRequest
 
 Clock = Callable[[], float]
 # Set per request (per task) by Backend.events; the HTTP client's request hook calls it at the

@@ -19,14 +19,14 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.offline
 
-from . import machine
-from .api_checks import run_api_checks
-from .claims import Claim, ClaimResult, run_claim
-from .client import fetch_server_info
-from .compare import resolve_model
-from .demo_model import is_demo_dir
-from .presets import PresetLibrary
-from .settings import Settings
+from playground.claims.api_checks import run_api_checks
+from playground.claims.run import Claim, ClaimResult, run_claim
+from playground.core.client import fetch_server_info
+from playground.core.compare import resolve_model
+from playground.server import machine
+from playground.server.demo_model import is_demo_dir
+from playground.settings import Settings
+from playground.specs.presets import PresetLibrary
 
 FORMAT = "qwen-latency-lab/claims-board"
 VERSION = 1
