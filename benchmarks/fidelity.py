@@ -27,10 +27,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from playground.core import request
-from playground.core.client import ClientPool, fetch_server_info
-from playground.core.metrics import median
+from playground.core.client import ClientPool
 from playground.core.runner import new_recording, run_many
+from playground.lab.stats import median
 from playground.server import demo_model
+from playground.server.http import server_info
 from playground.server.managed import ManagedServer, cpu_demo_config
 from playground.settings import REPO_ROOT
 from playground.specs.presets import Variant
@@ -120,7 +121,7 @@ def main() -> int:
         server.wait_ready()
         base_url = cfg.base_url
     try:
-        info = fetch_server_info(base_url, None)
+        info = server_info(base_url, None)
         model = a.model or info.models[0].id
         # warm-up: both paths, outside the timed blocks
         vllm_bench(base_url, model, tokenizer, prompts(-1, 4), a.output_len, a.concurrency)

@@ -23,10 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from playground.core.client import http_get
 from playground.core.compare import compare
-from playground.core.metrics import median
+from playground.core.record import RequestRecord
+from playground.lab.stats import median
 from playground.lab.store import read_run
+from playground.server import http
 from playground.server.managed import free_port
 from playground.settings import REPO_ROOT, Settings
 from playground.specs.presets import PresetLibrary
@@ -53,7 +54,7 @@ def headless_run(settings: Settings, variants: list, prompt: str) -> list:
         return pool.submit(asyncio.run, compare(settings, variants, prompt)).result()
 
 
-def ui_round(page, prompt: str, runs_dir: Path) -> tuple[list[dict], float | None]:
+def ui_round(page, prompt: str, runs_dir: Path) -> tuple[list[RequestRecord], float | None]:
     before = set(runs_dir.glob("playground/*.jsonl"))
     page.get_by_label("prompt", exact=True).fill(prompt)
     page.evaluate(WATCH_JS)
@@ -62,7 +63,7 @@ def ui_round(page, prompt: str, runs_dir: Path) -> tuple[list[dict], float | Non
     while time.monotonic() < deadline:
         new = set(runs_dir.glob("playground/*.jsonl")) - before
         if new:
-            recs = read_run(new.pop())
+            recs = read_run(new.pop()).requests
             if len(recs) == 4:
                 break
         time.sleep(0.2)
@@ -70,8 +71,9 @@ def ui_round(page, prompt: str, runs_dir: Path) -> tuple[list[dict], float | Non
         raise SystemExit("UI run did not finish in 300 s")
     seen_ms = page.evaluate("() => window.__first")
     first = recs[0]
-    wall, perf = first["clock_origin"]
-    t = first["raw"]["t_first_content"]
+    assert first.clock_origin is not None
+    wall, perf = first.clock_origin
+    t = first.raw.t_first_content
     lag = None if seen_ms is None or t is None else seen_ms - (wall + (t - perf)) * 1000
     return recs, lag
 
@@ -97,7 +99,7 @@ def main() -> int:
     try:
         for _ in range(120):
             try:
-                if http_get(url, timeout_s=1)[0] == 200:
+                if http.get(url, timeout_s=1).status == 200:
                     break
             except OSError:
                 time.sleep(0.5)
@@ -118,7 +120,7 @@ def main() -> int:
             headless_run(settings, [variant] * 4, f"[warm-up hl] {ADDRESS}")
             for k in range(a.rounds):
                 recs, lag = ui_round(page, f"[ui {k:03d}] {ADDRESS}", runs_dir)
-                ui += [r["metrics"] for r in recs]
+                ui += [r.metrics for r in recs]
                 if lag is not None:
                     lags.append(lag)
                 hl = headless_run(settings, [variant] * 4, f"[hl {k:03d}] {ADDRESS}")
@@ -129,7 +131,7 @@ def main() -> int:
         app.wait(timeout=20)
 
     def med(rows: list, key: str) -> float:
-        vals = [r[key] if isinstance(r, dict) else getattr(r, key) for r in rows]
+        vals = [getattr(r, key) for r in rows]
         return median([v for v in vals if v is not None]) or float("nan")
 
     print(f"\nUI perturbation: {a.rounds} rounds x 4 columns of fixed-64-stream, "

@@ -1,6 +1,12 @@
 """One Settings object, read from the environment (prefix PLAYGROUND_) and passed down.
 
 No module keeps mutable global state; callers receive a Settings and pass it on.
+
+Where things live: the shipped presets are the repository's presets/ in a source checkout and
+package data (playground/presets_data) in an installed wheel. User data -- runs/,
+user_presets/ and .cache/ -- goes next to the checkout when running from one (as the README's
+commands do), and otherwise to PLAYGROUND_HOME or the user's data and cache directories
+(XDG_DATA_HOME / XDG_CACHE_HOME), never into site-packages.
 """
 
 from __future__ import annotations
@@ -10,7 +16,35 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_DIR.parent  # a source checkout's root (meaningless in an installed wheel)
+APP = "qwen-latency-lab"
+
+
+def is_checkout() -> bool:
+    return (REPO_ROOT / "pyproject.toml").is_file() and (REPO_ROOT / "presets").is_dir()
+
+
+def shipped_presets() -> Path:
+    return REPO_ROOT / "presets" if is_checkout() else PACKAGE_DIR / "presets_data"
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    base = os.environ.get(var)
+    return Path(base) if base else Path.home() / fallback
+
+
+def data_home() -> Path:
+    """Where runs and user presets go."""
+    if os.environ.get("PLAYGROUND_HOME"):
+        return Path(os.environ["PLAYGROUND_HOME"])
+    return REPO_ROOT if is_checkout() else _xdg("XDG_DATA_HOME", ".local/share") / APP
+
+
+def cache_home() -> Path:
+    if os.environ.get("PLAYGROUND_HOME"):
+        return Path(os.environ["PLAYGROUND_HOME"]) / ".cache"
+    return REPO_ROOT / ".cache" if is_checkout() else _xdg("XDG_CACHE_HOME", ".cache") / APP
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 
@@ -28,10 +62,10 @@ class Settings(BaseModel):
     connect_timeout_s: float = Field(default=5.0, gt=0)
     # Gap allowed between two stream chunks before the request counts as stalled.
     read_timeout_s: float = Field(default=60.0, gt=0)
-    presets_dir: Path = REPO_ROOT / "presets"
-    user_presets_dir: Path = REPO_ROOT / "user_presets"
-    cache_dir: Path = REPO_ROOT / ".cache"
-    runs_dir: Path = REPO_ROOT / "runs"
+    presets_dir: Path = Field(default_factory=shipped_presets)
+    user_presets_dir: Path = Field(default_factory=lambda: data_home() / "user_presets")
+    cache_dir: Path = Field(default_factory=cache_home)
+    runs_dir: Path = Field(default_factory=lambda: data_home() / "runs")
     # The Python whose `vllm` managed servers run with (another venv, a GPU install);
     # None = this interpreter.
     vllm_python: str | None = None

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from playground.core.client import http_get
+from playground.server import http
 from playground.server.managed import free_port
 
 
@@ -19,7 +19,7 @@ def wait_listening(url: str, proc: subprocess.Popen[bytes], log: Path,
     """Bounded wait until `url` answers with one of `ok`; fails with the app's log tail."""
     for _ in range(tries):
         try:
-            if http_get(url, timeout_s=1)[0] in ok:
+            if http.get(url, timeout_s=1).status in ok:
                 return
         except OSError:
             pass

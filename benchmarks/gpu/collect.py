@@ -25,9 +25,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from playground.claims.board import BOARD_HEADERS, board_rows  # noqa: E402
-from playground.lab import insight  # noqa: E402
-from playground.lab.report import SUMMARY_HEADERS, insight_rows, summary_rows  # noqa: E402
+from playground.lab.store import Run, RunMeta, parse_line  # noqa: E402
+from playground.lab.summary import summarize_run  # noqa: E402
+from playground.outputs import html  # noqa: E402
+from playground.outputs.board_view import BOARD_HEADERS, board_rows  # noqa: E402
+from playground.outputs.tables import (  # noqa: E402
+    GRID_HEADERS,
+    SUMMARY_HEADERS,
+    grid_rows,
+    summary_rows,
+    why_rows,
+)
 
 CHROMIUM = "/usr/bin/chromium"
 RECORDING = ROOT / "presets" / "recordings" / "h200-seed-vs-optimized.json"
@@ -66,19 +74,32 @@ def screenshots(html: Path, stem: str, out: Path) -> list[Path]:
     return pngs
 
 
-def plotly_from_cdn(html: Path) -> None:
-    """The committed copy loads plotly.js from cdn.plot.ly instead of inlining its ~4.8 MB (the
-    PNGs are the offline view; `playground claims --out DIR` writes a self-contained report)."""
-    from plotly.offline import get_plotlyjs_version
-
-    text = html.read_text("utf-8")
-    start = text.find("<script>/**\n* plotly.js v")
-    if start < 0:
-        return
-    end = text.index("</script>", start) + len("</script>")
-    tag = (f'<script src="https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js" '
-           'charset="utf-8"></script>')
-    html.write_text(text[:start] + tag + text[end:], "utf-8")
+def render_reports(out: Path, tmp: Path) -> list[Path]:
+    """The stakeholder reports from the collected JSON (never post-edited HTML): rendered with
+    plotly.js inline into `tmp` for the offline screenshots, and committed loading plotly.js
+    from its CDN (the PNGs are the offline view; `playground claims --out DIR` writes a
+    self-contained report)."""
+    pngs: list[Path] = []
+    board = load(out / "claims.json")
+    if board:
+        inline = tmp / "claims-report.html"
+        inline.write_text(html.board(board), "utf-8")
+        pngs += screenshots(inline, "claims", out)
+        (out / "claims-report.html").write_text(html.board(board, plotlyjs="cdn"), "utf-8")
+    res = load(out / "seed-vs-optimized-full.json")
+    if res:
+        run = Run(meta=RunMeta.model_validate(res["summary"]["meta"]))
+        for line in res["requests"]:
+            run.add(parse_line(line, where="seed-vs-optimized results.json"))
+        summary = summarize_run(run, ttft_slo_ms=res["summary"]["slo"]["ttft_ms"],
+                                e2e_slo_ms=res["summary"]["slo"]["e2e_ms"])
+        inline = tmp / "seed-vs-optimized-report.html"
+        inline.write_text(html.report(summary, run.timed), "utf-8")
+        pngs += screenshots(inline, "seed-vs-optimized", out)
+        (out / "seed-vs-optimized-report.html").write_text(
+            html.report(summary, run.timed, plotlyjs="cdn"), "utf-8")
+        (out / "seed-vs-optimized-full.json").unlink()
+    return pngs
 
 
 def slim(results: dict[str, Any]) -> dict[str, Any]:
@@ -115,13 +136,11 @@ def main() -> int:
     copied: dict[str, Path] = {}
     for d in dirs:
         for src, dst in (("claims/claims.json", "claims.json"), ("claims/claims.md", "claims.md"),
-                         ("claims/claims-report.html", "claims-report.html"),
                          ("fidelity-c1.json", "fidelity-c1.json"),
                          ("fidelity-c32.json", "fidelity-c32.json"),
                          ("sweep.json", "sweep.json"),
                          ("grid/requests.csv", "grid-requests.csv"),
                          ("seed-vs-optimized/requests.csv", "seed-vs-optimized-requests.csv"),
-                         ("seed-vs-optimized/report.html", "seed-vs-optimized-report.html"),
                          ("claims-eager/claims.json", "claims-eager.json"),
                          ("claims-eager/claims.md", "claims-eager.md"),
                          ("claims-chunked-prefill/claims.json", "claims-chunked-prefill.json"),
@@ -133,15 +152,13 @@ def main() -> int:
             res = load(d / name / "results.json")
             if res:
                 (out / f"{name}.json").write_text(json.dumps(slim(res), indent=1), "utf-8")
+                if name == "seed-vs-optimized":
+                    (out / f"{name}-full.json").write_text(json.dumps(res), "utf-8")
         if (d / "recording.json").exists():
             rec = load(d / "recording.json")
             RECORDING.write_text(json.dumps(rec, indent=1) + "\n", "utf-8")
 
-    pngs: list[Path] = []
-    for stem in ("claims-report", "seed-vs-optimized-report"):
-        if stem + ".html" in copied:
-            pngs += screenshots(copied[stem + ".html"], stem.removesuffix("-report"), out)
-            plotly_from_cdn(copied[stem + ".html"])
+    pngs = render_reports(out, tmp)
 
     (out / "README.md").write_text(summary_md(out, env, steps, pngs), "utf-8")
     if a.readme:
@@ -232,12 +249,12 @@ def sections(out: Path, env: dict[str, Any], steps: dict[str, Any], pngs: list[P
         summary = res["summary"]
         lines += ["", f"## {title}", "", md_table(SUMMARY_HEADERS, summary_rows(summary))]
         if summary.get("grid"):
-            lines += ["", md_table(insight.GRID_HEADERS, insight.grid_rows(summary["grid"]))]
-        extra = insight_rows(summary)
+            lines += ["", md_table(GRID_HEADERS, grid_rows(summary["grid"]))]
+        tpot = [[r[0], r[-2], r[-1]] for r in why_rows(summary)]
         floor = summary.get("floor_ms")
         lines += ["", f"Physical floor (weights / HBM bandwidth, batch 1): "
                   f"{_f(floor, 4)} ms per decode step.", "",
-                  md_table(["variant", "TPOT p50", "x above the floor"], extra["floor"])]
+                  md_table(["variant", "TPOT p50", "x above the floor"], tpot)]
         if summary.get("phases"):
             ph = summary["phases"]
             names = sorted({k for v in ph.values() for k in v})

@@ -24,6 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from playground.core.record import values  # noqa: E402
+from playground.lab.stats import percentile  # noqa: E402
 from playground.lab.store import read_run  # noqa: E402
 from playground.server import machine  # noqa: E402
 from playground.server.managed import ManagedServer, cpu_demo_config  # noqa: E402
@@ -95,16 +97,15 @@ def cli(*args: str) -> list[str]:
 
 
 def sweep_summary(run_dir: Path, concurrency: int) -> dict:
-    records = [r for p in sorted(run_dir.glob("bench/*.jsonl")) for r in read_run(p)
-               if r.get("kind") == "request" and r.get("phase") == "timed"]
-    ok = [r for r in records if r["error"] is None]
-    sends = [r["raw"]["t_send"] for r in ok if r["raw"]["t_send"] is not None]
-    lasts = [r["raw"]["t_last"] for r in ok if r["raw"]["t_last"] is not None]
+    """One sweep step, with the project's one percentile convention (lab/stats)."""
+    records = [r for p in sorted(run_dir.glob("bench/*.jsonl")) for r in read_run(p).timed]
+    ok = [r for r in records if r.ok]
+    sends = [r.raw.t_send for r in ok if r.raw.t_send is not None]
+    lasts = [r.raw.t_last for r in ok if r.raw.t_last is not None]
     span = max(lasts) - min(sends) if sends and lasts else None
 
     def p(key: str, q: float) -> float | None:
-        vals = sorted(v for v in (r["metrics"][key] for r in ok) if v is not None)
-        return vals[min(len(vals) - 1, int(q * len(vals)))] if vals else None
+        return percentile(values(ok, key), 100 * q)
 
     return {"concurrency": concurrency, "n": len(records), "failed": len(records) - len(ok),
             "ttft_p50_ms": p("ttft_ms", 0.5), "ttft_p95_ms": p("ttft_ms", 0.95),

@@ -4,21 +4,20 @@ Each check sends what the article wrote next to what VLLM_FACTS.md says works, a
 what the server did (rendered prompt length, output validity, chunk counts, tokenization,
 number of answers). Outcome words: "works as written", "silently ignored" (HTTP 200, no
 effect), "rejected" (an error), "not what it claims", "does not exist", "could not check".
-Plain HTTP (urllib) so that the exact body is what the article's code would send.
+Raw HTTP (server/http, not the SDK) so that the exact body is what the article's code
+would send.
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from playground.core.client import server_root
 from playground.core.scoring import score
+from playground.server import http
+from playground.server.http import server_root
 
 Outcome = str
 
@@ -48,19 +47,10 @@ class Api:
     def post(self, path: str, body: dict[str, Any], *, root: bool = False
              ) -> tuple[int, dict[str, Any] | str]:
         url = (server_root(self.base_url) if root else self.base_url) + path
-        req = urllib.request.Request(url, json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json",
-                                              "Authorization": f"Bearer {self._key}"})
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                text = resp.read().decode("utf-8", "replace")
-                status = resp.status
-        except urllib.error.HTTPError as e:
-            text, status = e.read().decode("utf-8", "replace"), e.code
-        try:
-            return status, json.loads(text)
-        except ValueError:
-            return status, text
+        reply = http.request("POST", url, body=body, api_key=self._key,
+                             timeout_s=self.timeout_s)
+        data = reply.json()
+        return reply.status, data if isinstance(data, dict) else reply.text
 
     def chat(self, messages: list[dict[str, str]], **extra: Any
              ) -> tuple[int, dict[str, Any] | str]:
@@ -72,27 +62,17 @@ class Api:
         """(HTTP status, token-carrying chunks, completion tokens) of a streamed request."""
         full = {"model": self.model, "stream": True,
                 "stream_options": {"include_usage": True}, **body}
-        req = urllib.request.Request(self.base_url + "/chat/completions",
-                                     json.dumps(full).encode(), method="POST",
-                                     headers={"Content-Type": "application/json",
-                                              "Authorization": f"Bearer {self._key}"})
+        status, events = http.sse_events(self.base_url + "/chat/completions", full,
+                                         api_key=self._key, timeout_s=self.timeout_s)
         chunks, tokens = 0, None
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                for line in resp:
-                    text = line.decode("utf-8", "replace").strip()
-                    if not text.startswith("data: ") or text == "data: [DONE]":
-                        continue
-                    data = json.loads(text[6:])
-                    if data.get("usage"):
-                        tokens = data["usage"].get("completion_tokens")
-                    for ch in data.get("choices") or []:
-                        d = ch.get("delta") or {}
-                        if d.get("content") or d.get("reasoning"):
-                            chunks += 1
-                return resp.status, chunks, tokens
-        except urllib.error.HTTPError as e:
-            return e.code, 0, None
+        for data in events:
+            if data.get("usage"):
+                tokens = data["usage"].get("completion_tokens")
+            for ch in data.get("choices") or []:
+                d = ch.get("delta") or {}
+                if d.get("content") or d.get("reasoning"):
+                    chunks += 1
+        return status, chunks, tokens
 
 
 def _usage(resp: dict[str, Any] | str, key: str) -> int | None:
@@ -279,7 +259,7 @@ def run_api_checks(base_url: str, api_key: str, model: str, *,
     for cid, call in calls:
         try:
             out.append(call())
-        except (OSError, ValueError, KeyError, urllib.error.URLError) as e:
+        except (OSError, ValueError, KeyError) as e:
             out.append(ApiCheck(cid, "", cid, "could not check", f"{type(e).__name__}: {e}",
                                 ""))
     return out

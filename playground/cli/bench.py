@@ -6,20 +6,25 @@ import asyncio
 import sys
 from pathlib import Path
 
-from playground.errors import ValidationFailed
+from playground.errors import PresetError, ValidationFailed
 from playground.lab.bench import run_experiment
-from playground.lab.insight import GRID_HEADERS, grid_rows
-from playground.lab.report import (
+from playground.lab.store import Run, RunStore, read_run
+from playground.lab.summary import summarize_run, write_outputs
+from playground.outputs.fmt import DEMO_NOTICE
+from playground.outputs.tables import (
+    GRID_HEADERS,
     SUMMARY_HEADERS,
-    insight_rows,
-    summarize_run,
+    WHY_HEADERS,
+    as_dicts,
+    grid_rows,
+    objectives,
     summary_rows,
-    write_outputs,
+    text_table,
+    why_rows,
 )
-from playground.lab.store import RunStore, read_run
-from playground.outputs.tables import text_table
 from playground.settings import Settings
-from playground.specs.presets import PresetLibrary, load_experiment
+from playground.specs.experiments import load_experiment
+from playground.specs.presets import PresetLibrary
 
 
 def _resolve(path: Path, settings: Settings) -> Path:
@@ -72,10 +77,10 @@ def run_bench(settings: Settings, path: Path, out: Path | None, *,
         return run_path, failed
 
     run_path, failed = asyncio.run(go())
-    records = read_run(run_path)
+    run = read_run(run_path)
     out = out or run_path.with_suffix("")
-    paths = write_outputs(records, out, ttft_slo_ms=ttft_slo_ms, e2e_slo_ms=e2e_slo_ms)
-    print(report_text(records, ttft_slo_ms=ttft_slo_ms, e2e_slo_ms=e2e_slo_ms))
+    paths = write_outputs(run, out, ttft_slo_ms=ttft_slo_ms, e2e_slo_ms=e2e_slo_ms)
+    print(report_text(run, ttft_slo_ms=ttft_slo_ms, e2e_slo_ms=e2e_slo_ms))
     print("\nfiles: " + ", ".join(str(p) for p in paths.values()))
     if failed:
         print(f"error: {failed} timed request(s) failed (see {paths['csv']})", file=sys.stderr)
@@ -83,33 +88,25 @@ def run_bench(settings: Settings, path: Path, out: Path | None, *,
     return 0
 
 
-def report_text(records: list[dict], *, ttft_slo_ms: float | None = None,
+def report_text(run: Run, *, ttft_slo_ms: float | None = None,
                 e2e_slo_ms: float | None = None) -> str:
-    summary = summarize_run(records, ttft_slo_ms=ttft_slo_ms, e2e_slo_ms=e2e_slo_ms)
-    rows = [dict(zip(SUMMARY_HEADERS, map(str, r), strict=True))
-            for r in summary_rows(summary)]
-    lines = [text_table(rows, SUMMARY_HEADERS), ""]
+    summary = summarize_run(run, ttft_slo_ms=ttft_slo_ms, e2e_slo_ms=e2e_slo_ms)
+    lines = [text_table(as_dicts(SUMMARY_HEADERS, summary_rows(summary)), SUMMARY_HEADERS), ""]
     lines += [f"- {c['verdict']}" for c in summary["comparisons"]]
-    extra = insight_rows(summary)
-    heads = ["variant", "first chunk (vllm bench)", "first token (GuideLLM)", "TTFA",
-             f"goodput (TTFT<={ttft_slo_ms}, E2E<={e2e_slo_ms} ms)", "TPOT p50",
-             "x above floor"]
-    table = [dict(zip(heads, [*d, g[1], f[1], f[2]], strict=True))
-             for d, g, f in zip(extra["definitions"], extra["goodput"], extra["floor"],
-                                strict=True)]
+    heads = [*WHY_HEADERS]
+    heads[4] = f"goodput ({objectives(summary['slo'])})"
     lines += ["", "TTFT by definition (p50 ms), goodput and the physical floor"
               + (f" ({summary['floor_ms']:.3f} ms/token)" if summary["floor_ms"] else "") + ":",
-              text_table(table, heads)]
+              text_table(as_dicts(heads, why_rows(summary)), heads)]
     if summary["grid"]:
-        grid = [dict(zip(GRID_HEADERS, r, strict=True)) for r in grid_rows(summary["grid"])]
-        lines += ["", "Thinking x guided JSON:", text_table(grid, GRID_HEADERS)]
-    bg = summary.get("background")
-    if bg and bg.get("requests_in_flight"):
-        lines.append(f"\nunder load: {bg['requests_in_flight']} background requests in flight "
-                     f"({bg['completed']} completed, {bg['failed']} failed)")
-    if summary["meta"].get("demo_model"):
-        lines.append("\nNOTE: the offline demo model (random weights) served this run: "
-                     "accuracy is meaningless, timings are real.")
+        lines += ["", "Thinking x guided JSON:",
+                  text_table(as_dicts(GRID_HEADERS, grid_rows(summary["grid"])), GRID_HEADERS)]
+    bg = run.background
+    if bg is not None and bg.requests_in_flight:
+        lines.append(f"\nunder load: {bg.requests_in_flight} background requests in flight "
+                     f"({bg.completed} completed, {bg.failed} failed)")
+    if run.meta.demo_model:
+        lines.append(f"\nNOTE: {DEMO_NOTICE}")
     return "\n".join(lines)
 
 
@@ -118,10 +115,13 @@ def list_runs(settings: Settings) -> int:
     if not runs:
         print(f"no benchmark runs under {settings.runs_dir / 'bench'}")
     for p in runs:
-        records = read_run(p)
-        meta = next((r for r in records if r.get("kind") == "meta"), {})
-        n = sum(r.get("kind") == "request" for r in records)
-        print(f"{p}  {meta.get('experiment', {}).get('name', '?')}  {n} requests")
+        try:
+            run = read_run(p)
+        except PresetError as e:
+            print(f"{p}  unreadable: {e}")
+            continue
+        name = run.meta.experiment.name if run.meta.experiment else "?"
+        print(f"{p}  {name}  {len(run.requests)} requests")
     return 0
 
 

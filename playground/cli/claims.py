@@ -6,11 +6,12 @@ import asyncio
 import sys
 from pathlib import Path
 
-from playground.claims.board import BOARD_HEADERS, board_rows, run_board, write_board
-from playground.claims.run import load_claims
+from playground.claims.board import run_board, write_board
 from playground.errors import ValidationFailed
-from playground.outputs.tables import text_table
+from playground.outputs.board_view import BOARD_HEADERS, board_rows
+from playground.outputs.tables import as_dicts, text_table
 from playground.settings import Settings
+from playground.specs.claims import load_claims
 from playground.specs.presets import PresetLibrary
 
 
@@ -49,7 +50,7 @@ def run_claims(settings: Settings, out: Path, *, only: list[str] | None, with_se
 
     board = asyncio.run(go())
     paths = write_board(board, out)
-    rows = [dict(zip(BOARD_HEADERS, r, strict=True)) for r in board_rows(board)]
+    rows = as_dicts(BOARD_HEADERS, board_rows(board))
     print(text_table(rows, ["claim", "article's number", "ours (median, 95% CI)", "verdict"]))
     for a in board["api_checks"]:
         print(f"  API: {a['statement']} -> {a['outcome']}")

@@ -8,11 +8,8 @@ immediately and renderers read snapshots, so the UI never sits between socket an
 from __future__ import annotations
 
 import contextvars
-import json
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import openai
@@ -230,76 +227,3 @@ class ClientPool:
         for b in self._backends.values():
             await b.aclose()
         self._backends.clear()
-
-
-# ---------------------------------------------------------------------------------------------
-# server facts (health, version, models): plain HTTP, no SDK needed
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    id: str
-    root: str | None = None
-    max_model_len: int | None = None
-
-
-@dataclass(frozen=True)
-class ServerInfo:
-    base_url: str
-    healthy: bool
-    version: str | None
-    models: list[ModelInfo] = field(default_factory=list)
-
-
-def server_root(base_url: str) -> str:
-    url = base_url.rstrip("/")
-    return url[: -len("/v1")] if url.endswith("/v1") else url
-
-
-def http_get(url: str, *, api_key: str | None = None, timeout_s: float = 5.0) -> tuple[int, str]:
-    req = urllib.request.Request(url)
-    if api_key:
-        req.add_header("Authorization", f"Bearer {api_key}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-            return resp.status, resp.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace")
-
-
-def fetch_server_info(base_url: str, api_key: str | None, timeout_s: float = 5.0) -> ServerInfo:
-    """Health, version and served models; ServerUnavailable when nothing answers."""
-    root = server_root(base_url)
-    try:
-        health, _ = http_get(f"{root}/health", timeout_s=timeout_s)
-        vstatus, vbody = http_get(f"{root}/version", timeout_s=timeout_s)
-        mstatus, mbody = http_get(f"{base_url.rstrip('/')}/models", api_key=api_key,
-                                  timeout_s=timeout_s)
-    except (urllib.error.URLError, OSError) as e:
-        reason = getattr(e, "reason", e)
-        raise ServerUnavailable(base_url, str(reason)) from None
-    if mstatus in (401, 403):
-        raise RequestRejected(mstatus, _error_text(mbody))
-    try:
-        data = json.loads(mbody) if mstatus == 200 else None
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):  # a web server, but not an OpenAI-compatible API
-        raise ServerUnavailable(base_url, f"something answers there, but GET /models gave "
-                                f"HTTP {mstatus}, not an OpenAI model list -- wrong port, "
-                                f"or a base URL without /v1?")
-    try:
-        version = json.loads(vbody).get("version") if vstatus == 200 else None
-    except (ValueError, AttributeError):
-        version = None
-    models = [ModelInfo(m["id"], m.get("root"), m.get("max_model_len"))
-              for m in data.get("data", [])]
-    return ServerInfo(base_url, health == 200, version, models)
-
-
-def _error_text(body: str) -> str:
-    try:
-        err = json.loads(body).get("error")
-    except (ValueError, AttributeError):
-        return body[:200]
-    return str(err.get("message") if isinstance(err, dict) else err)

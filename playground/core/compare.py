@@ -1,55 +1,98 @@
-"""One comparison: resolve the model, build every variant's request, run them side by side."""
+"""One comparison: resolve the model, check and build every variant's request, run them side by
+side. `prepare` is shared by the CLI, the API endpoint and the Playground tab, so all of them
+check the served model, the prompt and the context length the same way."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from playground.core import request
-from playground.core.client import ClientPool, ServerInfo, fetch_server_info
+from playground.core.client import ClientPool
 from playground.core.preflight import check_prompt, preflight
-from playground.core.runner import Recording, new_recording, run_to_end
+from playground.core.runner import Mode, Recording, new_recording, run_to_end
 from playground.errors import ValidationFailed
+from playground.server.http import ServerInfo, aserver_info
 from playground.settings import Settings
 from playground.specs.presets import Variant
 
 
-def pick_model(settings: Settings, info: ServerInfo) -> str:
-    """The configured model (checked against what the server serves) or its first one."""
+def pick_model(wanted: str | None, info: ServerInfo) -> str:
+    """The wanted model (checked against what the server serves) or its first one."""
     names = [m.id for m in info.models]
-    if settings.model:
-        if names and settings.model not in names:
-            raise ValidationFailed("model", f"{settings.model!r} is not served at "
-                                   f"{settings.base_url}; served: {', '.join(names)}")
-        return settings.model
+    if wanted:
+        if names and wanted not in names:
+            raise ValidationFailed("model", f"{wanted!r} is not served at {info.base_url}; "
+                                   f"served: {', '.join(names)}")
+        return wanted
     if not names:
-        raise ValidationFailed("model", f"the server at {settings.base_url} serves no model")
+        raise ValidationFailed("model", f"the server at {info.base_url} serves no model")
     return names[0]
 
 
-def resolve_model(settings: Settings) -> tuple[str, str | None]:
-    """(model name, server version): the configured model or the server's first one."""
-    info = fetch_server_info(settings.base_url, settings.api_key_value())
-    return pick_model(settings, info), info.version
+@dataclass
+class Prepared:
+    """Per variant, in order: its Recording ready to run, or why it was not sent."""
+
+    info: ServerInfo
+    model: str
+    slots: list[Recording | ValidationFailed]
+
+    @property
+    def recordings(self) -> list[Recording]:
+        return [s for s in self.slots if isinstance(s, Recording)]
+
+    def first_error(self) -> ValidationFailed | None:
+        return next((s for s in self.slots if isinstance(s, ValidationFailed)), None)
+
+
+async def prepare(base_url: str, api_key: str, model: str | None, variants: Sequence[Variant],
+                  prompt: str) -> Prepared:
+    """Ask the server once, then check each variant against its limits; a variant that cannot
+    fit is reported in its slot and nothing is sent for it."""
+    check_prompt(prompt)
+    info = await aserver_info(base_url, api_key)
+    chosen = pick_model(model, info)
+    found = info.model(chosen)
+    limit = found.max_model_len if found else None
+    slots: list[Recording | ValidationFailed] = []
+    for v in variants:
+        url = v.base_url or base_url
+        try:
+            await preflight(url, api_key, chosen, limit, v, prompt)
+        except ValidationFailed as e:
+            slots.append(e)
+            continue
+        slots.append(new_recording(v, request.build(v, prompt, chosen), url))
+    return Prepared(info, chosen, slots)
+
+
+def pool_for(settings: Settings, api_key: str | None = None) -> ClientPool:
+    return ClientPool(api_key or settings.api_key_value(),
+                      connect_timeout_s=settings.connect_timeout_s,
+                      read_timeout_s=settings.read_timeout_s, timeout_s=settings.timeout_s)
 
 
 async def compare(settings: Settings, variants: Sequence[Variant], prompt: str, *,
                   sequential: bool = False) -> list[Recording]:
     """Every variant checked against the server's limits first (nothing is sent when one
     cannot fit), then all of them run side by side."""
-    check_prompt(prompt)
-    info = fetch_server_info(settings.base_url, settings.api_key_value())
-    model = pick_model(settings, info)
-    limit = next((m.max_model_len for m in info.models if m.id == model), None)
-    for v in variants:
-        preflight(v.base_url or settings.base_url, settings.api_key_value(), model, limit, v,
-                  prompt)
-    recs = [new_recording(v, request.build(v, prompt, model), v.base_url or settings.base_url)
-            for v in variants]
-    pool = ClientPool(settings.api_key_value(), connect_timeout_s=settings.connect_timeout_s,
-                      read_timeout_s=settings.read_timeout_s, timeout_s=settings.timeout_s)
+    prepared = await prepare(settings.base_url, settings.api_key_value(), settings.model,
+                             variants, prompt)
+    error = prepared.first_error()
+    if error is not None:
+        raise error
+    recs = prepared.recordings
+    pool = pool_for(settings)
+    mode: Mode = "sequential" if sequential else "concurrent"
     try:
-        await run_to_end(pool, recs, mode="sequential" if sequential else "concurrent",
-                         timeout_s=settings.timeout_s)
+        await run_to_end(pool, recs, mode=mode, timeout_s=settings.timeout_s)
     finally:
         await pool.aclose()
     return recs
+
+
+async def resolve_model(settings: Settings) -> tuple[str, str | None]:
+    """(model name, server version): the configured model or the server's first one."""
+    info = await aserver_info(settings.base_url, settings.api_key_value())
+    return pick_model(settings.model, info), info.version

@@ -1,4 +1,5 @@
-"""Raw timestamps in, derived metrics out (definitions: ../shared/design/MEASUREMENT.md).
+"""Raw timestamps in, derived metrics out: the one place every per-request number is computed
+(definitions: docs/measurement.md).
 
 A metric that was not observed is None, never a fake 0. Token counts come from the server's
 `usage`, never from counting chunks. All times are seconds from one monotonic clock; derived
@@ -8,10 +9,6 @@ values are milliseconds (`_ms`) or tokens per second (`_tok_s`).
 from __future__ import annotations
 
 import itertools
-import math
-import random
-import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 
@@ -98,50 +95,42 @@ def derive(raw: RawTimings) -> Metrics:
 
 
 # ---------------------------------------------------------------------------------------------
-# statistics over many requests
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """Linear-interpolated percentile (q in 0..100); None for no data."""
-    data = sorted(values)
-    if not data:
-        return None
-    pos = (len(data) - 1) * q / 100.0
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
-
-
-def median(values: Sequence[float]) -> float | None:
-    return percentile(values, 50)
+# the server's parts of one reply (vLLM --enable-per-request-metrics)
 
 
 @dataclass(frozen=True)
-class Summary:
-    n: int
-    mean: float | None
-    p50: float | None
-    p95: float | None
-    stdev: float | None
+class ServerParts:
+    """vLLM's own per-request timings (build_per_request_timing_metrics, checked in the 0.26
+    and 0.32 sources): queue = queued -> scheduled; prefill = scheduled -> first token (the
+    server's TTFT, prefill plus one step); decode = first -> last output token
+    (`generation_time_ms`, which excludes queue and prefill)."""
+
+    queue_ms: float
+    prefill_ms: float
+    decode_ms: float
+
+    @property
+    def total_ms(self) -> float:
+        return self.queue_ms + self.prefill_ms + self.decode_ms
 
 
-def summarize(values: Sequence[float | None]) -> Summary:
-    data = [v for v in values if v is not None]
-    return Summary(
-        n=len(data),
-        mean=statistics.fmean(data) if data else None,
-        p50=percentile(data, 50),
-        p95=percentile(data, 95),
-        stdev=statistics.stdev(data) if len(data) > 1 else None,
-    )
+SERVER_KEYS = ("queue_time_ms", "time_to_first_token_ms", "generation_time_ms")
 
 
-def bootstrap_ci(values: Sequence[float], stat=median, *, n_boot: int = 2000,
-                 level: float = 0.95, seed: int = 0) -> tuple[float, float] | None:
-    """Percentile bootstrap CI of `stat` over `values` (None with fewer than 2 values)."""
-    if len(values) < 2:
+def server_parts(raw: RawTimings) -> ServerParts | None:
+    """The server's parts, or None when the server sent no per-request metrics."""
+    sm = raw.server_metrics or {}
+    if not all(isinstance(sm.get(k), int | float) for k in SERVER_KEYS):
         return None
-    rng = random.Random(seed)
-    boots = sorted(stat([rng.choice(values) for _ in values]) for _ in range(n_boot))
-    lo = boots[int((1 - level) / 2 * n_boot)]
-    hi = boots[min(n_boot - 1, int((1 + level) / 2 * n_boot))]
-    return lo, hi
+    return ServerParts(float(sm["queue_time_ms"]), float(sm["time_to_first_token_ms"]),
+                       float(sm["generation_time_ms"]))
+
+
+def residual_ms(raw: RawTimings, e2e_ms: float | None) -> float | None:
+    """What the server's clock does not see: E2E (client) - queue - prefill - decode = HTTP,
+    the API server's templating and tokenising, detokenising, SSE framing, transport and our
+    own parsing. Negative means the two clocks disagree; it is reported, never hidden."""
+    parts = server_parts(raw)
+    if parts is None or e2e_ms is None:
+        return None
+    return e2e_ms - parts.total_ms

@@ -8,13 +8,9 @@ the check is skipped and the server's own 400 -- shown with its parameter name -
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
-
-from playground.core.client import server_root
 from playground.core.request import build_messages
 from playground.errors import ValidationFailed
+from playground.server.http import atokenize_count
 from playground.specs.presets import Variant
 
 MAX_PROMPT_CHARS = 200_000  # pasted or uploaded text; far above any context this tool serves
@@ -28,23 +24,11 @@ def check_prompt(prompt: str) -> None:
                                f"{MAX_PROMPT_CHARS:,} -- shorten it")
 
 
-def prompt_tokens(base_url: str, api_key: str, model: str, variant: Variant, prompt: str,
-                  timeout_s: float = 10.0) -> int | None:
-    """The chat prompt's token count as the server renders it, or None when it cannot say."""
-    body = {"model": model, "messages": build_messages(variant, prompt),
+def tokenize_body(model: str, variant: Variant, prompt: str) -> dict[str, object]:
+    """The /tokenize body that renders the same chat prompt the request would carry."""
+    return {"model": model, "messages": build_messages(variant, prompt),
             "add_generation_prompt": True,
             "chat_template_kwargs": {"enable_thinking": variant.thinking}}
-    req = urllib.request.Request(server_root(base_url) + "/tokenize", json.dumps(body).encode(),
-                                 method="POST",
-                                 headers={"Content-Type": "application/json",
-                                          "Authorization": f"Bearer {api_key}"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-            data = json.loads(resp.read())
-    except (OSError, ValueError):
-        return None
-    count = data.get("count") if isinstance(data, dict) else None
-    return int(count) if isinstance(count, int) else None
 
 
 def check_fits(variant: Variant, prompt: str, max_model_len: int | None,
@@ -70,10 +54,10 @@ def check_fits(variant: Variant, prompt: str, max_model_len: int | None,
                                source=f"variant {variant.name}")
 
 
-def preflight(base_url: str, api_key: str, model: str, max_model_len: int | None,
-              variant: Variant, prompt: str) -> None:
+async def preflight(base_url: str, api_key: str, model: str, max_model_len: int | None,
+                    variant: Variant, prompt: str) -> None:
     """One variant against the server's context (the prompt itself: check_prompt, once)."""
     check_fits(variant, prompt, max_model_len, None)  # max_tokens alone, without a request
     if max_model_len:
-        tokens = prompt_tokens(base_url, api_key, model, variant, prompt)
+        tokens = await atokenize_count(base_url, api_key, tokenize_body(model, variant, prompt))
         check_fits(variant, prompt, max_model_len, tokens)

@@ -68,3 +68,8 @@ def badge(s: Score) -> str:
     if s.field_accuracy is not None:
         parts.append(f"fields {sum(s.fields.values())}/{len(s.fields)}")
     return " · ".join(parts)
+
+
+def thinking_cut_off(thinking: bool, content: str) -> bool:
+    """Thinking ran into max_tokens: no answer text, or `<think>` text leaking into it."""
+    return thinking and (not content.strip() or "<think>" in content or "</think>" in content)

@@ -1,6 +1,6 @@
 """Recordings: a measured comparison saved with its raw timestamps, and replayed with no server.
 
-Format "qwen-latency-lab/recording", version 1 (a JSON file; docs in README "Replay"):
+Format "qwen-latency-lab/recording", version 1 (a JSON file; docs in docs/replay.md):
 
     {"format": "qwen-latency-lab/recording", "version": 1, "title": str, "created": str,
      "environment": {...}, "prompt": str,
@@ -22,6 +22,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,9 +30,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from playground.core.client import Clock, Event
 from playground.core.metrics import RawTimings, Usage
+from playground.core.record import RequestRecord
 from playground.core.request import ChatRequest
 from playground.core.runner import Recording
 from playground.errors import PresetError, StreamError
+from playground.lab.store import read_run
 from playground.specs.presets import Variant, first_error
 
 FORMAT = "qwen-latency-lab/recording"
@@ -76,31 +79,30 @@ def _rel(t: float | None, t0: float) -> float | None:
     return None if t is None else round(t - t0, 6)
 
 
-def from_history(records: Sequence[dict[str, Any]], *, title: str = "recorded comparison",
+def from_history(records: Sequence[RequestRecord], *, title: str = "recorded comparison",
                  environment: dict[str, Any] | None = None) -> RecordingFile:
-    """A playground run (one `recording_dict` per variant, as in runs/playground/*.jsonl)."""
-    rows = [r for r in records if "raw" in r and "variant" in r]
-    if not rows:
+    """A playground run (one RequestRecord per variant, as in runs/playground/*.jsonl)."""
+    if not records:
         raise PresetError("(file)", "holds no recorded request (expected a playground run "
                           "history JSONL or a recording JSON)")
-    sends = [r["raw"]["t_send"] for r in rows if r["raw"].get("t_send") is not None]
+    sends = [r.raw.t_send for r in records if r.raw.t_send is not None]
     t0 = min(sends) if sends else 0.0
     columns = []
-    for r in rows:
-        raw = r["raw"]
-        texts = raw.get("token_text") or [("", "")] * len(raw.get("token_times", []))
+    for r in records:
+        raw = r.raw
+        texts = raw.token_text or [("", "")] * len(raw.token_times)
         tokens = [(round(t - t0, 6), rs, ct) for t, (rs, ct) in zip(
-            raw.get("token_times", []), texts, strict=False)]
+            raw.token_times, texts, strict=False)]
         columns.append(Column(
-            variant=r["variant"], request=r["request"], status=r["status"],
-            t_send=_rel(raw.get("t_send"), t0), t_headers=_rel(raw.get("t_headers"), t0),
-            t_first_chunk=_rel(raw.get("t_first_chunk"), t0),
-            t_last=_rel(raw.get("t_last"), t0), tokens=tokens if raw["streaming"] else [],
-            content=r.get("content", ""), reasoning=r.get("reasoning", ""),
-            usage=raw.get("usage") or {}, finish_reason=raw.get("finish_reason"),
-            http_status=raw.get("http_status"), server_metrics=raw.get("server_metrics"),
-            error=r.get("error"), metrics=r.get("metrics") or {}))
-    prompt = next((m["content"] for m in reversed(rows[0]["request"].get("messages", []))
+            variant=r.variant.model_dump(mode="json", by_alias=True), request=r.request,
+            status=r.status, t_send=_rel(raw.t_send, t0), t_headers=_rel(raw.t_headers, t0),
+            t_first_chunk=_rel(raw.t_first_chunk, t0), t_last=_rel(raw.t_last, t0),
+            tokens=tokens if raw.streaming else [], content=r.content, reasoning=r.reasoning,
+            usage=asdict(raw.usage), finish_reason=raw.finish_reason,
+            http_status=raw.http_status, server_metrics=raw.server_metrics,
+            error=r.error.model_dump() if r.error else None,
+            metrics=asdict(r.metrics)))
+    prompt = next((m["content"] for m in reversed(records[0].request.get("messages", []))
                    if m.get("role") == "user"), "")
     return RecordingFile(title=title, created=time.strftime("%Y-%m-%d %H:%M"),
                          environment=environment or {}, prompt=prompt, columns=columns)
@@ -116,13 +118,7 @@ def load(path: Path) -> RecordingFile:
     except OSError as e:
         raise PresetError("(file)", f"cannot read: {e.strerror}", source=str(path)) from None
     if path.suffix == ".jsonl":
-        lines = []
-        for line in text.splitlines():
-            try:
-                lines.append(json.loads(line))
-            except ValueError:
-                continue  # a torn last line
-        return from_history(lines, title=path.stem)
+        return from_history(read_run(path).requests, title=path.stem)
     try:
         data = json.loads(text)
     except ValueError as e:

@@ -1,8 +1,10 @@
-"""Run history: one append-only JSONL file per run, written as results arrive.
+"""Run history: one append-only JSONL file per run, written as results arrive, read back typed.
 
-Each line is one finished request (raw timestamps, the request body -- which never holds the
-API key --, derived metrics, server info). A run that is stopped or killed keeps every line
-already written; `read_run` skips a torn last line.
+Lines: one `meta` (where and what was measured), one `request` per finished request
+(core/record.RequestRecord), and for some runs `batch` (a claim's batch wall time) and
+`background` (the load kept in flight). A run that is stopped or killed keeps every line already
+written; `read_run` skips a torn line (invalid JSON) and names the line and the run format of
+anything else it cannot read.
 """
 
 from __future__ import annotations
@@ -11,18 +13,143 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from playground.core.record import RUN_FORMAT, RequestRecord
+from playground.errors import PresetError
+from playground.specs.experiments import Experiment
+from playground.specs.presets import first_error
+
+KNOWN_FORMATS = (1, 2)
+
+
+class RunMeta(BaseModel):
+    """What a benchmark run measured, and where (best effort: a field may be unknown)."""
+
+    model_config = ConfigDict(extra="allow")
+    v: int = RUN_FORMAT
+    kind: Literal["meta"] = "meta"
+    experiment: Experiment | None = None
+    model: str | None = None
+    base_url: str | None = None
+    vllm_version: str | None = None
+    demo_model: bool | None = None
+    machine: str | None = None
+    python: str | None = None
+    servers: dict[str, Any] = {}
+    floor_ms: float | None = None
+
+
+class BatchRecord(BaseModel):
+    """A claim's batch: `requests` sent with `concurrency` in flight, and its wall time."""
+
+    model_config = ConfigDict(extra="forbid")
+    v: int = RUN_FORMAT
+    kind: Literal["batch"] = "batch"
+    variant: str
+    phase: Literal["warmup", "timed"]
+    repetition: int
+    requests: int
+    concurrency: int
+    failed: int
+    wall_ms: float
+
+
+class BackgroundRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    v: int = RUN_FORMAT
+    kind: Literal["background"] = "background"
+    requests_in_flight: int
+    completed: int
+    failed: int
+    max_tokens: int
+
+
+Line = RunMeta | RequestRecord | BatchRecord | BackgroundRecord
+_KINDS: dict[str, type[BaseModel]] = {"meta": RunMeta, "request": RequestRecord,
+                                      "batch": BatchRecord, "background": BackgroundRecord}
+
+
+@dataclass
+class Run:
+    """A run file, parsed: every view reads this, never raw dicts."""
+
+    meta: RunMeta = field(default_factory=RunMeta)
+    requests: list[RequestRecord] = field(default_factory=list)
+    batches: list[BatchRecord] = field(default_factory=list)
+    background: BackgroundRecord | None = None
+    torn_lines: int = 0
+
+    @property
+    def timed(self) -> list[RequestRecord]:
+        return [r for r in self.requests if r.timed]
+
+    def add(self, line: Line) -> None:
+        if isinstance(line, RunMeta):
+            self.meta = line
+        elif isinstance(line, RequestRecord):
+            self.requests.append(line)
+        elif isinstance(line, BatchRecord):
+            self.batches.append(line)
+        else:
+            self.background = line
+
+
+def parse_line(data: object, *, where: str) -> Line:
+    """One JSON object of a run file -> its typed line; PresetError names format and field."""
+    if not isinstance(data, dict):
+        raise PresetError("(line)", "expected a JSON object", source=where)
+    fmt = data.get("v", 1)
+    if fmt not in KNOWN_FORMATS:
+        raise PresetError("v", f"run format {fmt!r} is not readable here; this version reads "
+                          f"run formats {', '.join(map(str, KNOWN_FORMATS))}", source=where)
+    kind = data.get("kind", "request")  # playground runs wrote request lines without a kind
+    model = _KINDS.get(str(kind))
+    if model is None:
+        raise PresetError("kind", f"unknown line kind {kind!r} (run format {fmt})",
+                          source=where)
+    try:
+        return model.model_validate({**data, "kind": kind})  # type: ignore[return-value]
+    except ValidationError as e:
+        loc, reason = first_error(e)
+        raise PresetError(loc, f"{reason} (run format {fmt})", source=where) from None
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, object | None]]:
+    """(line number, object) per non-empty line; None for a line that is not JSON (torn)."""
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield n, json.loads(line)
+            except ValueError:
+                yield n, None
+
+
+def read_run(path: Path) -> Run:
+    run = Run()
+    for n, data in iter_jsonl(path):
+        if data is None:
+            run.torn_lines += 1  # a torn line from a killed writer
+            continue
+        run.add(parse_line(data, where=f"{path} line {n}"))
+    return run
 
 
 class RunFile:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, default=str)
+    def append(self, line: Line) -> None:
+        text = json.dumps(line.model_dump(mode="json", by_alias=True), ensure_ascii=False)
         with self.path.open("a", encoding="utf-8") as f:
-            f.write(line + "\n")
+            f.write(text + "\n")
             f.flush()
             os.fsync(f.fileno())
 
@@ -39,13 +166,3 @@ class RunStore:
 
     def list_runs(self, kind: str) -> list[Path]:
         return sorted((self.runs_dir / kind).glob("*.jsonl"), reverse=True)
-
-
-def read_run(path: Path) -> list[dict[str, Any]]:
-    out = []
-    for line in path.read_text("utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue  # a torn last line from a killed writer
-    return out

@@ -1,4 +1,8 @@
-"""PURE: recordings -> rows and plain-text tables (no I/O, no gradio)."""
+"""PURE: rows for every table the tool shows (CLI text, UI dataframes, HTML reports).
+
+Inputs are live Recordings (one comparison) or a run's summary document (lab/summary); the
+numbers in them were computed elsewhere -- this module only lays them out.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +10,23 @@ from collections.abc import Sequence
 from typing import Any
 
 from playground.core.runner import Recording
+from playground.outputs.fmt import TTFT_DEFINITIONS, ms, ms_num, pct, preview
 
 COLUMNS = ["variant", "stream", "TTFT", "TTFA", "E2E", "first char", "tokens", "tok/s",
            "finish", "output"]
-
-
-def fmt_ms(value: float | None, missing: str = "n/a") -> str:
-    return missing if value is None else f"{value:,.0f} ms" if value >= 100 else f"{value:.1f} ms"
-
-
-def preview(text: str, width: int = 40) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+SUMMARY_HEADERS = ["variant", "n", "failed", "TTFT p50 [95% CI] / p95",
+                   "first char p50 [CI] / p95", "E2E p50 [CI] / p95",
+                   "server queue / prefill / decode / rest p50", "JSON valid",
+                   "schema valid", "fields exact"]
+GRID_HEADERS = ["thinking", "guided JSON", "n", "failed", "JSON valid", "schema valid",
+                "TTFA p50", "E2E p50", "TPOT p50", "guided overhead (TPOT)",
+                "thinking cut off"]
+WHY_HEADERS = ["variant", *(f"{label} p50" for label in TTFT_DEFINITIONS.values()),
+               "goodput (meets all SLOs)", "TPOT p50", "x above physical floor"]
 
 
 def row(rec: Recording) -> dict[str, str]:
+    """One variant of a live comparison (the CLI's table)."""
     m = rec.metrics()
     if rec.error is not None:
         kept = rec.content or rec.reasoning
@@ -33,10 +39,10 @@ def row(rec: Recording) -> dict[str, str]:
     return {
         "variant": rec.variant.name,
         "stream": "yes" if streaming else "no",
-        "TTFT": fmt_ms(m.ttft_ms, "n/a (non-streaming)" if not streaming else "none"),
-        "TTFA": fmt_ms(m.ttfa_ms, "n/a" if not streaming else "no answer"),
-        "E2E": fmt_ms(m.e2e_ms, "-"),
-        "first char": fmt_ms(m.visible_wait_ms, "-"),
+        "TTFT": ms(m.ttft_ms, "n/a (non-streaming)" if not streaming else "none"),
+        "TTFA": ms(m.ttfa_ms, "n/a" if not streaming else "no answer"),
+        "E2E": ms(m.e2e_ms, "-"),
+        "first char": ms(m.visible_wait_ms, "-"),
         "tokens": "-" if m.completion_tokens is None else str(m.completion_tokens),
         "tok/s": "-" if m.decode_tok_s is None else f"{m.decode_tok_s:.0f}",
         "finish": rec.raw.finish_reason or rec.status,
@@ -45,27 +51,64 @@ def row(rec: Recording) -> dict[str, str]:
 
 
 def text_table(rows: Sequence[dict[str, str]], columns: Sequence[str] = COLUMNS) -> str:
-    widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in columns}
+    """A fixed-width table; the header alone when there are no rows."""
+    widths = {c: max([len(c), *(len(r.get(c, "")) for r in rows)]) for c in columns}
     line = "  ".join(c.ljust(widths[c]) for c in columns)
     rule = "  ".join("-" * widths[c] for c in columns)
-    body = ["  ".join(r[c].ljust(widths[c]) for c in columns) for r in rows]
+    body = ["  ".join(r.get(c, "").ljust(widths[c]) for c in columns) for r in rows]
     return "\n".join([line, rule, *body])
 
 
-def recording_dict(rec: Recording) -> dict[str, Any]:
-    """Everything measured for one request, JSON-ready (the body never holds the API key)."""
-    from dataclasses import asdict
+def as_dicts(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, str]]:
+    return [dict(zip(headers, map(str, r), strict=True)) for r in rows]
 
-    return {
-        "variant": rec.variant.model_dump(mode="json", by_alias=True),
-        "base_url": rec.base_url,
-        "status": rec.status,
-        "request": rec.request.body(),
-        "raw": asdict(rec.raw),
-        "metrics": asdict(rec.metrics()),
-        "content": rec.content,
-        "reasoning": rec.reasoning,
-        "error": None if rec.error is None else {"type": type(rec.error).__name__,
-                                                 "message": str(rec.error)},
-        "clock_origin": list(rec.clock_origin),
-    }
+
+def _cell(s: dict[str, Any]) -> str:
+    if not s["n"]:
+        return "n/a"
+    ci = s["median_ci"]
+    ci_txt = f" [{ci[0]:.0f}-{ci[1]:.0f}]" if ci else ""
+    return f"{s['p50']:.0f}{ci_txt} / {s['p95']:.0f}"
+
+
+def summary_rows(summary: dict[str, Any]) -> list[list[Any]]:
+    rows = []
+    for n, v in summary["variants"].items():
+        srv = v.get("server") or {}
+        server = ("-" if srv.get("rest_ms") is None else " / ".join(
+            f"{srv[k]:.0f}" for k in ("queue_ms", "prefill_ms", "decode_ms", "rest_ms")))
+        m = v["metrics"]
+        rows.append([n, v["n"], v["failed"], _cell(m["ttft_ms"]), _cell(m["visible_wait_ms"]),
+                     _cell(m["e2e_ms"]), server, pct(v["json_valid_pct"]),
+                     pct(v["schema_valid_pct"]), pct(v["field_exact_pct"])])
+    return rows
+
+
+def why_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """Per variant: the three TTFT definitions, goodput, TPOT and its distance to the floor
+    (joined by variant: mid-run, a variant may have no finished request yet)."""
+    floor = summary["floor_ms"]
+    out = []
+    for n, v in summary["variants"].items():
+        defs = summary["definitions"].get(n, {})
+        good = summary["goodput_pct"].get(n)
+        tpot = v["metrics"]["tpot_ms"]
+        out.append([n, *(ms_num(defs.get(k)) for k in TTFT_DEFINITIONS), pct(good),
+                    ms_num(tpot["p50"]) if tpot["n"] else "n/a",
+                    f"{tpot['p50'] / floor:.1f}x" if floor and tpot["n"] else "n/a"])
+    return out
+
+
+def grid_rows(cells: Sequence[dict[str, Any]]) -> list[list[str]]:
+    return [["on" if c["thinking"] else "off", "on" if c["guided_json"] else "off",
+             str(c["n"]), str(c["failed"]), pct(c["json_valid_pct"]),
+             pct(c["schema_valid_pct"]), ms(c["ttfa_ms"]), ms(c["e2e_ms"]), ms(c["tpot_ms"]),
+             "-" if c["guided_overhead_tpot_ms"] is None else
+             f"{c['guided_overhead_tpot_ms']:+.2f} ms/token",
+             f"{c['cut_off']}/{c['n'] - c['failed']}" if c["thinking"] else "-"]
+            for c in cells]
+
+
+def objectives(slo: dict[str, float | None]) -> str:
+    return ", ".join(f"{k.removesuffix('_ms').upper()} <= {v:,.0f} ms"
+                     for k, v in slo.items() if v is not None) or "none set"

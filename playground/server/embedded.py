@@ -2,7 +2,8 @@
 
 The model for a managed server is, in order: PLAYGROUND_SERVE_MODEL (a path or hub id);
 Qwen/Qwen3-0.6B when it is cached or downloadable; otherwise the offline demo model, built
-locally (random weights), and callers are told so plainly via `EmbeddedServer.model_note`.
+locally (random weights), and callers are told so plainly (`EmbeddedServer.is_demo_model`;
+the wording is outputs/fmt.DEMO_NOTICE).
 """
 
 from __future__ import annotations
@@ -11,21 +12,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from playground.core.client import ServerInfo, fetch_server_info
 from playground.errors import PlaygroundError, ServerStartError
 from playground.server import demo_model
+from playground.server.http import is_healthy, server_info
 from playground.server.managed import (
     ManagedServer,
     ServerConfig,
     ServerPreset,
     cpu_demo_config,
-    is_healthy,
 )
 from playground.settings import DEFAULT_MODEL, Settings
-
-DEMO_NOTE = ("Serving the OFFLINE DEMO MODEL: Qwen3 architecture and real Qwen vocabulary with "
-             "RANDOM weights. Its text is meaningless; its latency mechanics (prefill, decode, "
-             "streaming, thinking, guided JSON) are real.")
 
 
 @dataclass
@@ -33,7 +29,6 @@ class EmbeddedServer:
     base_url: str
     managed: ManagedServer | None
     is_demo_model: bool
-    model_note: str
 
     def stop(self) -> None:
         if self.managed is not None:
@@ -91,11 +86,6 @@ def server_config(settings: Settings, port: int, model: str | None = None
     return cpu_demo_config(demo_dir, port=port), True
 
 
-def model_note(info: ServerInfo) -> str:
-    """DEMO_NOTE when the server serves a locally built demo model, else ""."""
-    return DEMO_NOTE if any(demo_model.is_demo_dir(m.root) for m in info.models) else ""
-
-
 def ensure_server(settings: Settings, *, log=print, preset: ServerPreset | None = None,
                   model: str | None = None) -> EmbeddedServer:
     """Reuse a healthy server at settings.base_url, else start and wait for a managed one.
@@ -110,11 +100,11 @@ def ensure_server(settings: Settings, *, log=print, preset: ServerPreset | None 
     elif is_healthy(settings.base_url):
         log(f"Using the vLLM server already running at {settings.base_url}")
         try:
-            note = model_note(fetch_server_info(settings.base_url,
-                                                settings.api_key_value()))
+            info = server_info(settings.base_url, settings.api_key_value())
+            demo = any(demo_model.is_demo_dir(m.root) for m in info.models)
         except PlaygroundError:
-            note = ""
-        return EmbeddedServer(settings.base_url, None, bool(note), note)
+            demo = False
+        return EmbeddedServer(settings.base_url, None, demo)
     port = int(settings.base_url.rsplit(":", 1)[-1].split("/")[0])
     config, demo = server_config(settings, port, model)
     if preset is not None:
@@ -130,4 +120,4 @@ def ensure_server(settings: Settings, *, log=print, preset: ServerPreset | None 
     except BaseException:
         server.stop()
         raise
-    return EmbeddedServer(config.base_url, server, demo, DEMO_NOTE if demo else "")
+    return EmbeddedServer(config.base_url, server, demo)

@@ -138,12 +138,12 @@ def server_floor(settings: Any, base_url: str, api_key: str) -> float | None:
     server is local; None when the accelerator cannot be known (a remote server)."""
     from urllib.parse import urlparse
 
-    from playground.core.client import fetch_server_info
     from playground.errors import PlaygroundError
     from playground.server import machine
+    from playground.server.http import server_info
 
     try:
-        info = fetch_server_info(base_url, api_key)
+        info = server_info(base_url, api_key)
     except PlaygroundError:
         return None
     root = info.models[0].root if info.models else None

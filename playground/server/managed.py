@@ -19,8 +19,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from playground.core.client import http_get
 from playground.errors import ServerStartError
+from playground.server.http import is_healthy
 
 ENTRYPOINT = "vllm.entrypoints.openai.api_server"
 
@@ -102,15 +102,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def is_healthy(base_url: str, timeout_s: float = 2.0) -> bool:
-    root = base_url.rstrip("/").removesuffix("/v1")
-    try:
-        status, _ = http_get(f"{root}/health", timeout_s=timeout_s)
-    except OSError:
-        return False
-    return status == 200
 
 
 class ManagedServer:

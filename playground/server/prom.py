@@ -1,9 +1,9 @@
-"""Server-side view: parse vLLM's Prometheus /metrics and decompose latency from deltas.
+"""vLLM's Prometheus /metrics: parse a snapshot, sum a series, difference two snapshots.
 
-Take a snapshot before and after a run; histogram deltas (sum and count) give the server's
-mean queue, prefill, decode, TTFT and E2E per request over exactly that run. Next to the
-client's mean E2E, the remainder is what the server's clock does not see: HTTP, the API
-server's own work before the engine (templating, tokenisation, IPC), transport and client.
+Histogram deltas (sum and count) between a snapshot before and after a run give the server's
+mean per request over exactly that run (e.g. `vllm:request_queue_time_seconds`); gauges such as
+`vllm:num_requests_running` say what the engine is doing now (used to prove that a stopped
+request was aborted). Per-request timings come from the responses instead (core/metrics).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from playground.core.client import http_get, server_root
+from playground.server import http
 
 _LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -53,10 +53,7 @@ def total(snapshot: dict[Key, float], name: str, **labels: str) -> float:
 
 
 def scrape(base_url: str, timeout_s: float = 5.0) -> dict[Key, float]:
-    status, text = http_get(f"{server_root(base_url)}/metrics", timeout_s=timeout_s)
-    if status != 200:
-        raise OSError(f"/metrics answered HTTP {status}")
-    return parse(text)
+    return parse(http.metrics_text(base_url, timeout_s))
 
 
 @dataclass(frozen=True)
@@ -73,41 +70,6 @@ def histogram_delta(before: dict[Key, float], after: dict[Key, float], name: str
                     ) -> HistogramDelta:
     return HistogramDelta(total(after, f"{name}_count") - total(before, f"{name}_count"),
                           total(after, f"{name}_sum") - total(before, f"{name}_sum"))
-
-
-@dataclass(frozen=True)
-class Breakdown:
-    """Mean per request over one run (ms). `rest_ms` = client E2E - server E2E."""
-
-    requests: float
-    queue_ms: float | None
-    prefill_ms: float | None
-    decode_ms: float | None
-    ttft_ms: float | None
-    e2e_ms: float | None
-    client_e2e_ms: float | None
-
-    @property
-    def rest_ms(self) -> float | None:
-        if self.e2e_ms is None or self.client_e2e_ms is None:
-            return None
-        return self.client_e2e_ms - self.e2e_ms
-
-    @property
-    def residual_ms(self) -> float | None:
-        """server E2E - (queue + prefill + decode): the server's own unexplained time."""
-        parts = (self.queue_ms, self.prefill_ms, self.decode_ms, self.e2e_ms)
-        if any(p is None for p in parts):
-            return None
-        q, p, d, e = parts  # type: ignore[misc]
-        return e - (q + p + d)
-
-
-def breakdown(before: dict[Key, float], after: dict[Key, float],
-              client_e2e_ms: float | None) -> Breakdown:
-    deltas = {k: histogram_delta(before, after, v) for k, v in HISTOGRAMS.items()}
-    return Breakdown(requests=deltas["e2e_ms"].count, client_e2e_ms=client_e2e_ms,
-                     **{k: d.mean_ms for k, d in deltas.items()})
 
 
 def running_requests(base_url: str) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -110,7 +110,7 @@ class Variant(BaseModel):
 # loading
 
 
-def _safe_child(folder: Path, name: str, suffix: str, what: str) -> Path:
+def safe_child(folder: Path, name: str, suffix: str, what: str) -> Path:
     """`folder/name+suffix`, refusing names that could escape the folder."""
     if not NAME_RE.fullmatch(name) or ".." in name:
         raise ValueError(f"{what} name {name!r} is not a plain name (letters, digits, . _ -)")
@@ -123,7 +123,7 @@ def _safe_child(folder: Path, name: str, suffix: str, what: str) -> Path:
     return path
 
 
-def _resolve_refs(data: dict[str, Any], presets_dir: Path) -> dict[str, Any]:
+def resolve_refs(data: dict[str, Any], presets_dir: Path) -> dict[str, Any]:
     """Replace `prompt: NAME` and `guided_json: NAME` by their content."""
     out = dict(data)
     prompt = out.get("prompt")
@@ -132,21 +132,21 @@ def _resolve_refs(data: dict[str, Any], presets_dir: Path) -> dict[str, Any]:
             out["prompt"] = {"name": "none", "text": ""}
         else:
             try:
-                path = _safe_child(presets_dir / "prompts", prompt, ".txt", "prompt")
+                path = safe_child(presets_dir / "prompts", prompt, ".txt", "prompt")
             except ValueError as e:
-                raise _FieldError("prompt", str(e)) from None
+                raise FieldError("prompt", str(e)) from None
             out["prompt"] = {"name": prompt, "text": path.read_text(encoding="utf-8").strip()}
     schema = out.get("guided_json")
     if isinstance(schema, str):
         try:
-            path = _safe_child(presets_dir / "schemas", schema, ".json", "schema")
+            path = safe_child(presets_dir / "schemas", schema, ".json", "schema")
         except ValueError as e:
-            raise _FieldError("guided_json", str(e)) from None
+            raise FieldError("guided_json", str(e)) from None
         out["guided_json"] = {"name": schema, "schema": json.loads(path.read_text("utf-8"))}
     return out
 
 
-class _FieldError(Exception):
+class FieldError(Exception):
     def __init__(self, field: str, reason: str) -> None:
         self.field, self.reason = field, reason
 
@@ -166,8 +166,8 @@ def variant_from_dict(data: object, presets_dir: Path, *, source: str = "variant
     if not isinstance(data, dict):
         raise PresetError("(file)", "expected a mapping of fields", source=source)
     try:
-        return Variant.model_validate(_resolve_refs(data, presets_dir))
-    except _FieldError as e:
+        return Variant.model_validate(resolve_refs(data, presets_dir))
+    except FieldError as e:
         raise PresetError(e.field, e.reason, source=source) from None
     except ValidationError as e:
         raise PresetError(*first_error(e), source=source) from None
@@ -250,101 +250,3 @@ def _safe_target(folder: Path, name: str) -> Path:
     if not NAME_RE.fullmatch(name) or ".." in name:
         raise ValidationFailed("name", f"{name!r} is not a plain name (letters, digits, . _ -)")
     return folder / f"{name}.yaml"
-
-
-# ---------------------------------------------------------------------------------------------
-# experiments (presets/experiments/*.yaml)
-
-
-class Experiment(BaseModel):
-    """Variants x data set x repetitions, with the measurement rules of MEASUREMENT.md."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    description: str = ""
-    variants: list[Variant] = Field(min_length=1, max_length=8)
-    baseline: str | None = None  # a variant name; default: the first variant
-    dataset: str = "address"  # presets/data/NAME.jsonl
-    examples: int | None = Field(default=None, ge=1, description="first N examples")
-    repetitions: int = Field(default=1, ge=1, le=1000)
-    warmup: int = Field(default=1, ge=0, le=100, description="untimed requests per variant")
-    order: Literal["interleaved", "random"] = "interleaved"
-    concurrency: int = Field(default=1, ge=1, le=256)
-    cache: Literal["cold", "warm"] = "cold"
-    seed: int = 0
-    # Probe under load: keep this many background requests in flight against the first
-    # variant's server during the timed trials (bounded: a probe, not a load test).
-    background: int = Field(default=0, ge=0, le=64)
-
-    @model_validator(mode="after")
-    def _check(self) -> Experiment:
-        names = [v.name for v in self.variants]
-        if len(set(names)) != len(names):
-            raise ValueError(f"variant names must be unique, got {names}")
-        if self.baseline is not None and self.baseline not in names:
-            raise ValueError(f"baseline {self.baseline!r} is not one of the variants {names}")
-        return self
-
-    @property
-    def baseline_name(self) -> str:
-        return self.baseline or self.variants[0].name
-
-
-def experiment_from_dict(data: object, library: PresetLibrary, *, source: str) -> Experiment:
-    """Variants may be preset names or inline mappings (with `prompt:`/`guided_json:` refs)."""
-    if not isinstance(data, dict):
-        raise PresetError("(file)", "expected a mapping of fields", source=source)
-    raw = dict(data)
-    variants = raw.get("variants")
-    if isinstance(variants, list):
-        resolved: list[object] = []
-        for i, item in enumerate(variants):
-            if isinstance(item, str):
-                try:
-                    resolved.append(library.get(item))
-                except ValidationFailed as e:
-                    raise PresetError(f"variants.{i}", e.reason, source=source) from None
-            elif isinstance(item, dict):
-                try:
-                    resolved.append(_resolve_refs(item, library.presets_dir))
-                except _FieldError as e:
-                    raise PresetError(f"variants.{i}.{e.field}", e.reason,
-                                      source=source) from None
-            else:
-                resolved.append(item)
-        raw["variants"] = resolved
-    dataset = raw.get("dataset", "address")
-    if isinstance(dataset, str):
-        try:
-            _safe_child(library.presets_dir / "data", dataset, ".jsonl", "data set")
-        except ValueError as e:
-            raise PresetError("dataset", str(e), source=source) from None
-    try:
-        return Experiment.model_validate(raw)
-    except ValidationError as e:
-        raise PresetError(*first_error(e), source=source) from None
-
-
-def load_experiment(path: Path, library: PresetLibrary) -> Experiment:
-    return experiment_from_dict(load_yaml(path), library, source=str(path))
-
-
-def load_dataset(presets_dir: Path, name: str, limit: int | None = None
-                 ) -> list[dict[str, Any]]:
-    """JSONL rows with `input` (and optionally `gold`); errors name the line."""
-    path = _safe_child(presets_dir / "data", name, ".jsonl", "data set")
-    rows = []
-    for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as e:
-            raise PresetError(f"line {n}", f"not valid JSON: {e}", source=str(path)) from None
-        if not isinstance(row, dict) or not isinstance(row.get("input"), str):
-            raise PresetError(f"line {n}", "needs a string field 'input'", source=str(path))
-        rows.append(row)
-        if limit is not None and len(rows) >= limit:
-            break
-    return rows

@@ -13,9 +13,11 @@ import signal
 import socket
 import sys
 
+from playground.lab.replay import MAX_BYTES
+from playground.outputs.fmt import DEMO_NOTICE
 from playground.server.embedded import EmbeddedServer, ensure_server
 from playground.settings import Settings
-from playground.ui import CSS, build_ui
+from playground.ui.blocks import CSS, build_ui
 from playground.ui.context import UIContext
 
 SHARE_HOST = "api.gradio.app:443"
@@ -72,7 +74,7 @@ def launch(settings: Settings, *, host: str = "127.0.0.1", port: int = 7860,
         server = ensure_server(settings, log=log)
         atexit.register(server.stop)
         settings = settings.model_copy(update={"base_url": server.base_url})
-        banner = server.model_note
+        banner = DEMO_NOTICE if server.is_demo_model else ""
         if server.managed is not None:
             note = " ".join(server.managed.command())
     ctx = UIContext.create(settings, banner, note, replay_only=replay_only)
@@ -83,8 +85,6 @@ def launch(settings: Settings, *, host: str = "127.0.0.1", port: int = 7860,
     where = "replay mode, no server" if replay_only else f"vLLM: {settings.base_url}"
     log(f"qwen-latency-lab UI on http://{host}:{port} ({where})")
     try:
-        from playground.lab.replay import MAX_BYTES
-
         # uploads over the recording limit are refused by Gradio before they reach the disk
         demo.launch(server_name=host, server_port=port, share=share, css=CSS,
                     auth=auth or None, footer_links=["api", "gradio"], max_file_size=MAX_BYTES)

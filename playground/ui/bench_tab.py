@@ -2,29 +2,33 @@
 
 from __future__ import annotations
 
-import asyncio
-import queue
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from playground.errors import PlaygroundError
-from playground.lab.bench import BenchEvent, run_experiment
-from playground.lab.insight import GRID_HEADERS, grid_rows, phase_figure, tpot_floor_figure
-from playground.lab.report import (
-    SUMMARY_HEADERS,
+from playground.lab.bench import run_experiment
+from playground.lab.store import Run, RunStore, read_run
+from playground.lab.summary import summarize_run, write_outputs
+from playground.outputs.fmt import DEMO_NOTICE
+from playground.outputs.report_figures import (
     accuracy_plot,
     box_plot,
-    insight_rows,
-    split,
-    summarize_run,
-    summary_rows,
-    write_outputs,
+    phase_figure,
+    tpot_floor_figure,
 )
-from playground.lab.store import RunStore, read_run
-from playground.specs.presets import load_experiment
+from playground.outputs.tables import (
+    GRID_HEADERS,
+    SUMMARY_HEADERS,
+    WHY_HEADERS,
+    grid_rows,
+    summary_rows,
+    why_rows,
+)
+from playground.specs.experiments import load_experiment
 from playground.ui.context import UIContext
+from playground.ui.live import follow
 
 REFRESH_S = 1.0
 
@@ -51,33 +55,22 @@ WAIT_METRICS = {"first visible character": "visible_wait_ms",
                 "TTFT: first token (GuideLLM)": "ttft_ms", "TTFA: first answer token": "ttfa_ms"}
 
 
-def _views(records: list[dict[str, Any]], wait: str = "visible_wait_ms",
-           ttft_slo: float | None = None, e2e_slo: float | None = None) -> tuple[Any, ...]:
-    summary = summarize_run(records, ttft_slo_ms=ttft_slo or None, e2e_slo_ms=e2e_slo or None)
-    _, timed = split(records)
+def _views(run: Run, wait: str = "visible_wait_ms", ttft_slo: float | None = None,
+           e2e_slo: float | None = None) -> tuple[Any, ...]:
+    summary = summarize_run(run, ttft_slo_ms=ttft_slo or None, e2e_slo_ms=e2e_slo or None)
+    timed = run.timed
     verdicts = "\n".join(f"- {c['verdict']}" for c in summary["comparisons"]) or "_no data_"
-    if summary["meta"].get("demo_model"):
-        verdicts += ("\n\n⚠️ Offline demo model (random weights): accuracy is meaningless, "
-                     "timings are real.")
-    bg = summary.get("background") or summary["meta"].get("background")
-    if bg and bg.get("requests_in_flight"):
-        verdicts += (f"\n\n🔁 Under load: {bg['requests_in_flight']} background requests "
+    if run.meta.demo_model:
+        verdicts += f"\n\n⚠️ {DEMO_NOTICE}"
+    bg = run.background
+    if bg is not None and bg.requests_in_flight:
+        verdicts += (f"\n\n🔁 Under load: {bg.requests_in_flight} background requests "
                      "kept in flight during the timed trials.")
-    extra = insight_rows(summary)
-    # joined by variant: mid-run, a variant may have no finished request yet
-    defs = {d[0]: d[1:] for d in extra["definitions"]}
-    good = {g[0]: g[1] for g in extra["goodput"]}
-    why = [[name, *defs.get(name, ["-"] * 3), good.get(name, "-"), tpot, above]
-           for name, tpot, above in extra["floor"]]
     grid = grid_rows(summary["grid"]) if summary["grid"] else []
     return (summary_rows(summary), verdicts, box_plot(timed, wait),
             box_plot(timed, "e2e_ms"), accuracy_plot(summary),
             phase_figure(summary["phases"]), tpot_floor_figure(timed, summary["floor_ms"]),
-            why, grid)
-
-
-WHY_HEADERS = ["variant", "first chunk (vllm bench) p50", "first token (GuideLLM) p50",
-               "TTFA p50", "goodput (meets all SLOs)", "TPOT p50", "x above physical floor"]
+            why_rows(summary), grid)
 
 
 def build(ctx: UIContext) -> None:
@@ -142,42 +135,25 @@ def build(ctx: UIContext) -> None:
             exp = exp.model_validate({**exp.model_dump(by_alias=True), **update})
         except (PlaygroundError, ValueError) as e:
             raise gr.Error(str(e)) from None
-        events: queue.Queue[BenchEvent] = queue.Queue()
-
-        async def pump() -> None:  # on the measuring loop: nothing here waits on the UI
-            async for ev in run_experiment(ctx.settings, exp):
-                events.put(ev)
-
-        future = ctx.measure.submit(pump())
         path: Path | None = None
-        last = 0.0
-        loop = asyncio.get_running_loop()
+        run = Run()  # the lines as they arrive: no re-reading of the run file
         try:
-            while True:
-                latest = None
-                while not events.empty():
-                    latest = events.get_nowait()
-                    if latest.path is not None:
-                        path = latest.path
-                finished = future.done() and events.empty()
-                if latest is not None and path is not None and (
-                        finished or loop.time() - last >= REFRESH_S):
-                    last = loop.time()
-                    bar = (f"<progress value='{latest.done}' max='{latest.total}'></progress> "
-                           f"{latest.done}/{latest.total} requests · failed {latest.failed}"
-                           f" · run file `{path}`")
-                    yield dict(zip([progress, *view_outputs, current],
-                                   [bar, *_views(read_run(path), wait, t_slo, e_slo), path],
-                                   strict=True))
-                if finished:
-                    break
-                await asyncio.sleep(0.1)
-            future.result()  # surfaces a failure to start (e.g. server unreachable)
+            async for batch, _ in follow(ctx.measure, run_experiment(ctx.settings, exp),
+                                         REFRESH_S):
+                for ev in batch:
+                    path = ev.path or path
+                    if ev.meta is not None:
+                        run.meta = ev.meta
+                    if ev.record is not None:
+                        run.add(ev.record)
+                latest = batch[-1]
+                bar = (f"<progress value='{latest.done}' max='{latest.total}'></progress> "
+                       f"{latest.done}/{latest.total} requests · failed {latest.failed}"
+                       f" · run file `{path}`")
+                yield dict(zip([progress, *view_outputs, current],
+                               [bar, *_views(run, wait, t_slo, e_slo), path], strict=True))
         except PlaygroundError as e:
             raise gr.Error(str(e)) from None
-        finally:
-            if not future.done():  # Stop: cancel; finished requests stay in the JSONL
-                future.cancel()
         if path is not None:
             out = write_outputs(read_run(path), path.with_suffix(""),
                                 ttft_slo_ms=t_slo or None, e2e_slo_ms=e_slo or None)
@@ -194,8 +170,11 @@ def build(ctx: UIContext) -> None:
         """Slider / definition changes redraw the shown run (live while it runs, too)."""
         if path is None:
             return [gr.update()] * len(view_outputs)
-        return list(_views(read_run(Path(path)), WAIT_METRICS.get(wait_label, "visible_wait_ms"),
-                           t_slo, e_slo))
+        try:
+            run = read_run(Path(path))
+        except PlaygroundError as e:
+            raise gr.Error(str(e)) from None
+        return list(_views(run, WAIT_METRICS.get(wait_label, "visible_wait_ms"), t_slo, e_slo))
 
     gr.on([ttft_slo.release, e2e_slo.release, wait_def.change], rerender,
           [current, wait_def, ttft_slo, e2e_slo], view_outputs, api_name=False,
@@ -209,13 +188,16 @@ def build(ctx: UIContext) -> None:
         if not chosen:
             return {past: "pick a run"}
         parts = []
-        for p in chosen:
-            records = read_run(Path(p))
-            rows, verdict_md, *_ = _views(records)
+        try:
+            runs = [read_run(Path(p)) for p in chosen]
+        except PlaygroundError as e:
+            return {past: f"❌ {e}"}
+        for p, run in zip(chosen, runs, strict=True):
+            rows, verdict_md, *_ = _views(run)
             head = "| " + " | ".join(SUMMARY_HEADERS) + " |\n|" + "---|" * len(SUMMARY_HEADERS)
             body = "\n".join("| " + " | ".join(str(c) for c in r) + " |" for r in rows)
             parts.append(f"#### {Path(p).name}\n{verdict_md}\n\n{head}\n{body}")
-        out = write_outputs(read_run(Path(chosen[0])), Path(chosen[0]).with_suffix(""))
+        out = write_outputs(runs[0], Path(chosen[0]).with_suffix(""))
         return {past: "\n\n".join(parts), files: [str(x) for x in out.values()]}
 
     show.click(do_show, [run_a, run_b], [past, files], api_name=False)

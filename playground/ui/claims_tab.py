@@ -3,26 +3,19 @@ the stakeholder report for download."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import queue
 import time
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
-from playground.claims.board import (
-    BOARD_HEADERS,
-    BoardEvent,
-    board_rows,
-    claim_figure,
-    run_board,
-    verdict_figure,
-    write_board,
-)
-from playground.claims.run import load_claims
+from playground.claims.board import run_board, write_board
+from playground.outputs.board_view import BOARD_HEADERS, board_rows
+from playground.outputs.report_figures import claim_figure, verdict_figure
+from playground.specs.claims import load_claims
 from playground.ui.context import UIContext
+from playground.ui.live import follow
 
 REFRESH_S = 1.0
 
@@ -84,52 +77,30 @@ def build(ctx: UIContext) -> None:
     state = gr.State(saved)
 
     async def do_run(servers: bool, n_ex: float | None, n_rep: float | None):
-        events: queue.Queue[BoardEvent] = queue.Queue()
-
-        async def pump() -> None:  # on the measuring loop, like every measurement
-            async for ev in run_board(ctx.settings, list(claims.values()), ctx.library,
-                                      with_servers=servers,
-                                      examples=int(n_ex) if n_ex else None,
-                                      repetitions=int(n_rep) if n_rep else None,
-                                      server_note=ctx.server_note):
-                events.put(ev)
-
-        future = ctx.measure.submit(pump())
+        events = run_board(ctx.settings, list(claims.values()), ctx.library,
+                           with_servers=servers, examples=int(n_ex) if n_ex else None,
+                           repetitions=int(n_rep) if n_rep else None,
+                           server_note=ctx.server_note)
         done_rows: dict[str, list[str]] = {}
         board: dict[str, Any] = {}
-        last = 0.0
         status = "starting…"
-        try:
-            while True:
-                changed = False
-                while not events.empty():
-                    ev = events.get_nowait()
-                    changed = True
-                    if ev.kind == "progress":
-                        status = (f"<progress value='{ev.index}' max='{ev.total}'></progress> "
-                                  f"claim {ev.index + 1}/{ev.total} **{ev.claim}** · request "
-                                  f"{ev.done}/{ev.requests}")
-                    elif ev.kind == "claim-started":
-                        status = f"claim {ev.index + 1}/{ev.total} **{ev.claim}** …"
-                    elif ev.kind == "claim-done" and ev.result is not None:
-                        partial = {"claims": [ev.result.as_dict()], "api_checks": []}
-                        done_rows[ev.claim] = board_rows(partial)[0]
-                    elif ev.kind == "api-checks":
-                        status = "API statements checked"
-                    elif ev.kind == "finished":
-                        board = ev.board
-                finished = future.done() and events.empty()
-                now = time.monotonic()
-                if changed and (finished or now - last >= REFRESH_S):
-                    last = now
-                    yield {progress: status, board_table: _pending_rows(ordered, done_rows)}
-                if finished:
-                    break
-                await asyncio.sleep(0.1)
-            future.result()
-        finally:
-            if not future.done():  # Stop: cancel; each claim's finished requests stay stored
-                future.cancel()
+        # Stop closes `follow`, which cancels the board; each claim's requests stay stored
+        async for batch, _ in follow(ctx.measure, events, REFRESH_S):
+            for ev in batch:
+                if ev.kind == "progress":
+                    status = (f"<progress value='{ev.index}' max='{ev.total}'></progress> "
+                              f"claim {ev.index + 1}/{ev.total} **{ev.claim}** · request "
+                              f"{ev.done}/{ev.requests}")
+                elif ev.kind == "claim-started":
+                    status = f"claim {ev.index + 1}/{ev.total} **{ev.claim}** …"
+                elif ev.kind == "claim-done" and ev.result is not None:
+                    partial = {"claims": [ev.result.as_dict()], "api_checks": []}
+                    done_rows[ev.claim] = board_rows(partial)[0]
+                elif ev.kind == "api-checks":
+                    status = "API statements checked"
+                elif ev.kind == "finished":
+                    board = ev.board
+            yield {progress: status, board_table: _pending_rows(ordered, done_rows)}
         if not board:
             return
         out = write_board(board, _board_dir(ctx) / time.strftime("%Y%m%d-%H%M%S"))

@@ -3,31 +3,28 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from playground.core.client import ClientPool
 from playground.core.measure_loop import MeasureLoop
+from playground.core.record import RequestRecord
 from playground.core.runner import Recording
+from playground.errors import PlaygroundError
 from playground.lab.store import RunStore
-from playground.outputs.tables import recording_dict
 from playground.server.floor import server_floor
 from playground.server.managed import ManagedServer
 from playground.settings import Settings
+from playground.specs.experiments import load_dataset
 from playground.specs.presets import PresetLibrary
 
 
-def load_examples(path: Path, limit: int = 12) -> list[str]:
-    if not path.is_file():
+def load_examples(presets_dir: Path, limit: int = 12) -> list[str]:
+    """The prompt box's examples: the address data set's inputs (none when it cannot load)."""
+    try:
+        return [row["input"] for row in load_dataset(presets_dir, "address", limit)]
+    except PlaygroundError:
         return []
-    out = []
-    for line in path.read_text("utf-8").splitlines():
-        if line.strip():
-            out.append(json.loads(line)["input"])
-        if len(out) >= limit:
-            break
-    return out
 
 
 @dataclass
@@ -48,7 +45,7 @@ class UIContext:
     def create(cls, settings: Settings, banner: str = "", server_note: str = "",
                replay_only: bool = False) -> UIContext:
         library = PresetLibrary(settings.presets_dir, settings.user_presets_dir)
-        examples = load_examples(settings.presets_dir / "data" / "address.jsonl")
+        examples = load_examples(settings.presets_dir)
         return cls(settings, library, banner=banner, server_note=server_note,
                    replay_only=replay_only, examples=examples)
 
@@ -74,7 +71,7 @@ class UIContext:
     def store_run(self, recs: list[Recording]) -> None:
         run = RunStore(self.settings.runs_dir).new_run("playground")
         for rec in recs:
-            run.append(recording_dict(rec))
+            run.append(RequestRecord.of(rec))
 
     def stop_servers(self) -> None:
         for server in self.servers.values():

@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import time
 
-from playground.core.metrics import Metrics
+from playground.core.metrics import Metrics, residual_ms, server_parts
+from playground.core.phases import breakdown
 from playground.core.runner import Recording
 from playground.core.scoring import badge, score
-from playground.outputs.tables import fmt_ms
+from playground.outputs.fmt import ms
+from playground.outputs.html import phase_bar
 
 
 def phases_html(rec: Recording) -> str:
     """The phase bar (queue, prefill, thinking, answer, transport) of a finished response."""
-    from dataclasses import asdict
-
-    from playground.core.phases import breakdown, html_bar
-
-    m = rec.metrics()
-    if rec.error is not None:
-        return ""
-    return html_bar(breakdown(asdict(rec.raw), m.e2e_ms, m.ttft_ms))
+    return "" if rec.error is not None else phase_bar(breakdown(rec.raw))
 
 
 def floor_text(tpot_ms: float | None, floor_ms: float | None) -> str:
@@ -43,11 +38,11 @@ def metrics_md(rec: Recording, now: float | None = None, floor_ms: float | None 
         return f"_running… {what}{elapsed}_"
     parts = []
     if rec.raw.streaming:
-        parts.append(f"**TTFT** {fmt_ms(m.ttft_ms, 'none')}")
-        parts.append(f"**TTFA** {fmt_ms(m.ttfa_ms, 'no answer')}")
+        parts.append(f"**TTFT** {ms(m.ttft_ms, 'none')}")
+        parts.append(f"**TTFA** {ms(m.ttfa_ms, 'no answer')}")
     else:
         parts.append("**TTFT** n/a (non-streaming)")
-    parts.append(f"**E2E** {fmt_ms(m.e2e_ms, '-')}")
+    parts.append(f"**E2E** {ms(m.e2e_ms, '-')}")
     parts.append(f"**tokens** {m.completion_tokens if m.completion_tokens is not None else '-'}")
     if m.decode_tok_s is not None:
         parts.append(f"**decode** {m.decode_tok_s:.0f} tok/s")
@@ -56,9 +51,9 @@ def metrics_md(rec: Recording, now: float | None = None, floor_ms: float | None 
     line = " · ".join(parts)
     if not rec.raw.streaming and m.e2e_ms is not None:
         line += (f"\n\n⏳ The user stares at an empty screen for the whole "
-                 f"**{fmt_ms(m.e2e_ms)}** before the first character appears.")
+                 f"**{ms(m.e2e_ms)}** before the first character appears.")
     elif m.ttft_ms is not None:
-        line += f"\n\nFirst character visible after **{fmt_ms(m.ttft_ms)}**."
+        line += f"\n\nFirst character visible after **{ms(m.ttft_ms)}**."
     if rec.status == "cancelled":
         line = "**stopped** (partial output kept) · " + line
     if rec.raw.finish_reason:
@@ -70,17 +65,15 @@ def metrics_md(rec: Recording, now: float | None = None, floor_ms: float | None 
 
 
 def server_share(rec: Recording) -> str:
-    """The server's own numbers (--enable-per-request-metrics) next to the client's E2E."""
-    sm = rec.raw.server_metrics or {}
-    e2e = rec.metrics().e2e_ms
-    queue, gen = sm.get("queue_time_ms"), sm.get("generation_time_ms")
-    if e2e is None or queue is None or gen is None:
+    """The server's own numbers (--enable-per-request-metrics) next to the client's E2E; the
+    residual is core/metrics.residual_ms, the same number as the phase bar's last part."""
+    parts = server_parts(rec.raw)
+    rest = residual_ms(rec.raw, rec.metrics().e2e_ms)
+    if parts is None or rest is None:
         return ""
-    rest = e2e - queue - gen
-    ttft = sm.get("time_to_first_token_ms")
-    ttft_txt = f" (of which first token {fmt_ms(ttft)})" if ttft is not None else ""
-    return (f"🖥️ server: queue {fmt_ms(queue)} · generation {fmt_ms(gen)}{ttft_txt} · "
-            f"rest (HTTP, API server, transport, client) {fmt_ms(rest)}")
+    return (f"🖥️ server: queue {ms(parts.queue_ms)} · prefill {ms(parts.prefill_ms)} · "
+            f"decode {ms(parts.decode_ms)} · rest (HTTP, API server, transport, client) "
+            f"{ms(rest)}")
 
 
 def badge_md(rec: Recording) -> str:

@@ -12,8 +12,9 @@ import gradio as gr
 from playground.errors import PlaygroundError
 from playground.lab.replay import MAX_BYTES, from_history, load, play, recordings, save
 from playground.lab.store import RunStore
-from playground.outputs import figures as plots
+from playground.outputs.fmt import DEMO_NOTICE
 from playground.ui.context import UIContext
+from playground.ui.live import final_updates, live_updates
 
 
 def recording_choices(ctx: UIContext) -> list[str]:
@@ -27,8 +28,6 @@ def recording_choices(ctx: UIContext) -> list[str]:
 
 def build(ctx: UIContext, columns: list[Any], n_columns: Any, prompt: Any, timeline: Any,
           bars: Any, session: Any, *, open_: bool = False) -> None:
-    from playground.ui.playground_tab import column_updates, live_updates
-
     choices = recording_choices(ctx)
     with gr.Accordion("Replay a recording (no server needed)", open=open_,
                       elem_id="replay-panel"):
@@ -68,7 +67,7 @@ def build(ctx: UIContext, columns: list[Any], n_columns: Any, prompt: Any, timel
         where = ", ".join(f"{k}: {v}" for k, v in env.items() if k in (
             "accelerator", "vllm_version", "model", "server_flags", "note"))
         if env.get("demo_model"):
-            where += " · offline demo model (random weights): text meaningless, timings real"
+            where += f" · {DEMO_NOTICE}"
         head: dict[Any, Any] = {
             info: f"▶️ **replaying** _{rec.title}_ ({rec.created}) at {rate:g}x -- recorded "
                   f"timings, no server involved. {where}",
@@ -81,13 +80,10 @@ def build(ctx: UIContext, columns: list[Any], n_columns: Any, prompt: Any, timel
                 head[c.preset] = r.variant.name
         yield head
         floor_ms = env.get("floor_ms")
-        async for update in live_updates(ctx, play(rec, recs, speed=rate), recs, slots,
-                                         timeline, bars, floor_ms):
+        async for update in live_updates(ctx.measure, play(rec, recs, speed=rate), recs,
+                                         slots, timeline, bars, floor_ms):
             yield update
-        final = column_updates(slots, recs, floor_ms)
-        final.update({timeline: plots.timeline(recs, floor_ms),
-                      bars: plots.latency_bars(recs)})
-        yield final
+        yield final_updates(slots, recs, timeline, bars, floor_ms)
 
     ev = replay_btn.click(do_replay, [pick, upload, speed], outputs, api_name=False,
                           concurrency_limit=ctx.concurrency_limit, concurrency_id="runs")

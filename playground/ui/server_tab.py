@@ -7,10 +7,10 @@ from typing import Any
 
 import gradio as gr
 
-from playground.core.client import fetch_server_info
 from playground.errors import PlaygroundError
 from playground.server.embedded import server_config
-from playground.server.managed import ManagedServer, is_healthy, load_server_presets
+from playground.server.http import ais_healthy, aserver_info
+from playground.server.managed import ManagedServer, load_server_presets
 from playground.ui.context import UIContext
 
 
@@ -46,7 +46,7 @@ def build(ctx: UIContext) -> None:
         if server is not None and server.running and not force:
             return {status: f"already running on port {p}; use Restart"}
         url = f"http://127.0.0.1:{p}/v1"
-        if server is None and is_healthy(url):
+        if server is None and await ais_healthy(url):
             return {status: f"❌ port {p}: another server already answers at {url}; pick "
                             "another port"}
         config, _ = server_config(ctx.settings, p)
@@ -56,23 +56,23 @@ def build(ctx: UIContext) -> None:
                                    python=ctx.settings.server_python())
             ctx.servers[p] = server
         else:
-            server.stop()
+            await asyncio.to_thread(server.stop)
             server.config = config
         server.start()  # on the event loop's (long-lived) thread: see ManagedServer.start
         try:
             await asyncio.to_thread(server.wait_ready)
         except PlaygroundError as e:
             return {status: f"❌ {e}", log: server.log_tail()}
-        return _status(server)
+        return await _status(server)
 
-    def _status(server: ManagedServer | None) -> dict[Any, Any]:
+    async def _status(server: ManagedServer | None) -> dict[Any, Any]:
         if server is None:
             return {status: "_no managed server_"}
         url = server.config.base_url
         if not server.running:
             return {status: f"stopped (port {server.config.port})", log: server.log_tail()}
         try:
-            info = fetch_server_info(url, None)
+            info = await aserver_info(url, None)
             text = (f"✅ running · vLLM **{info.version}** at `{url}` · healthy: "
                     f"{info.healthy} · models: {', '.join(m.id for m in info.models)}")
         except PlaygroundError:
@@ -82,16 +82,19 @@ def build(ctx: UIContext) -> None:
     async def do_restart(name: str, p: float) -> dict[Any, Any]:
         return await do_start(name, p, force=True)
 
-    def do_stop(p: float) -> dict[Any, Any]:
+    async def do_stop(p: float) -> dict[Any, Any]:
         server = managed(int(p))
         if server is None:
             return {status: f"no managed server on port {int(p)}"}
-        server.stop()
-        return _status(server)
+        await asyncio.to_thread(server.stop)  # waits up to its grace period: not on the loop
+        return await _status(server)
+
+    async def tick(p: float) -> dict[Any, Any]:
+        server = managed(int(p))
+        return await _status(server) if server else {}
 
     outs = [status, flags, log]
     start.click(do_start, [preset, port], outs, api_name=False, concurrency_limit=4)
     restart.click(do_restart, [preset, port], outs, api_name=False, concurrency_limit=4)
     stop.click(do_stop, [port], outs, api_name=False)
-    timer.tick(lambda p: _status(managed(int(p))) if managed(int(p)) else {},
-               [port], outs, api_name=False, show_progress="hidden")
+    timer.tick(tick, [port], outs, api_name=False, show_progress="hidden")

@@ -22,7 +22,8 @@ from playground.lab.store import read_run
 from playground.server.managed import free_port
 from playground.server.prom import running_requests
 from playground.settings import REPO_ROOT, Settings
-from playground.specs.presets import MAX_SCHEMA_BYTES, PresetLibrary, load_experiment
+from playground.specs.experiments import load_experiment
+from playground.specs.presets import MAX_SCHEMA_BYTES, PresetLibrary
 from tests.faultproxy import FaultProxy
 
 pytestmark = pytest.mark.server
@@ -250,7 +251,7 @@ def test_bad_input_is_caught_before_sending(proxy: FaultProxy, tmp_path: Path,
    "file, field and reason; the good ones load", order=30)
 def test_app_starts_with_bad_yaml(vllm_server: str, tmp_path: Path,
                                   observed: Callable[[str], None]) -> None:
-    from playground.core.client import http_get
+    from playground.server import http
     from tests.apphelp import app
 
     presets = presets_copy(tmp_path)
@@ -260,7 +261,7 @@ def test_app_starts_with_bad_yaml(vllm_server: str, tmp_path: Path,
     env = {"PLAYGROUND_BASE_URL": vllm_server, "PLAYGROUND_PRESETS_DIR": str(presets),
            "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
     with app(env_extra=env, log=tmp_path / "app.log") as (url, _):
-        _, config = http_get(url + "config", timeout_s=10)
+        config = http.get(url + "config", timeout_s=10).text
     text = json.dumps(json.loads(config), ensure_ascii=False)
     found = [m for m in ("broken.yaml: temprature: unknown key", "broken-exp.yaml",
                          "broken-srv.yaml: max_model_len") if m in text]

@@ -9,9 +9,10 @@ import jsonschema
 import pytest
 
 from playground.core import request
-from playground.core.client import ClientPool, fetch_server_info
+from playground.core.client import ClientPool
 from playground.core.runner import Recording, new_recording, run, run_to_end
 from playground.errors import RequestRejected
+from playground.server.http import server_info
 from playground.server.prom import running_requests
 from playground.settings import REPO_ROOT, Settings
 from playground.specs.presets import PresetLibrary, Variant
@@ -41,7 +42,7 @@ def fixed(name: str, **kw: object) -> Variant:
 
 
 def test_server_info(settings: Settings) -> None:
-    info = fetch_server_info(settings.base_url, None)
+    info = server_info(settings.base_url, None)
     assert info.healthy and info.version
     assert [m.id for m in info.models] == [MODEL]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from playground.core.client import http_get
+from playground.server import http
 from playground.settings import Settings
 from playground.ui.app import share_reachable
 from tests.apphelp import app
@@ -20,7 +20,7 @@ def test_share_without_internet_says_so_and_keeps_running_locally(tmp_path: Path
     log = tmp_path / "app.log"
     with app("--share", "--replay", env_extra={"PLAYGROUND_SHARE_CHECK": "127.0.0.1:1"},
              log=log) as (url, proc):
-        assert http_get(url)[0] == 200
+        assert http.get(url).status == 200
         assert proc.poll() is None
     text = log.read_text()
     assert "--share: no internet connection" in text and "keeps running locally" in text
@@ -37,7 +37,7 @@ def test_auth_protects_the_ui_and_the_password_is_never_printed(tmp_path: Path,
     log = tmp_path / "app.log"
     with app("--replay", "--host", "127.0.0.1", env_extra={
             "PLAYGROUND_AUTH": "demo:s3cret-pass"}, log=log) as (url, _):
-        status, _ = http_get(url + "config")
+        status = http.get(url + "config").status
         assert status == 401
     text = log.read_text()
     assert "s3cret-pass" not in text and "no authentication" not in text
@@ -59,7 +59,8 @@ def test_on_a_space_with_no_server_the_app_starts_in_replay_mode(tmp_path: Path)
     log = tmp_path / "app.log"
     env = {"SPACE_ID": "team/qwen-latency-lab", "PLAYGROUND_BASE_URL": ""}
     with app("--host", "127.0.0.1", env_extra=env, log=log) as (url, _):
-        status, body = http_get(url + "config")
+        reply = http.get(url + "config")
+        status, body = reply.status, reply.text
         assert status == 200 and "Replay mode" in body
     assert "replay mode, no server" in log.read_text()
     assert "vllm" not in log.read_text().lower().replace("vllm server", "")

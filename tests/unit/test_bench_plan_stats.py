@@ -7,11 +7,14 @@ from pathlib import Path
 import pytest
 
 from playground.errors import PresetError
-from playground.lab.bench import plan
-from playground.lab.report import summarize_run, write_outputs
-from playground.lab.stats import compare_medians
+from playground.lab.plan import plan
+from playground.lab.stats import call, compare
+from playground.lab.store import Run, RunMeta
+from playground.lab.summary import summarize_run, verdict_text, write_outputs
 from playground.settings import REPO_ROOT
-from playground.specs.presets import PresetLibrary, experiment_from_dict, load_experiment
+from playground.specs.experiments import experiment_from_dict, load_experiment
+from playground.specs.presets import PresetLibrary
+from tests.records import make_record
 
 LIB = PresetLibrary(REPO_ROOT / "presets")
 
@@ -84,50 +87,47 @@ def test_random_order_is_a_seeded_permutation() -> None:
     assert [t.variant for t in a] != [t.variant for t in inter]
 
 
+def verdict(base: list[float], other: list[float], names: tuple[str, str]) -> str:
+    e = compare(base, other)
+    return verdict_text("E2E", names, e, call(e))
+
+
 def test_verdicts_clear_win_loss_and_noise() -> None:
     rng = random.Random(1)
     base = [1000 + rng.gauss(0, 20) for _ in range(30)]
     fast = [600 + rng.gauss(0, 20) for _ in range(30)]
     same = [1000 + rng.gauss(0, 20) for _ in range(30)]
-    win = compare_medians(base, fast, metric="e2e_ms", names=("A", "B"))
-    assert win.diff_ci is not None and win.diff_ci[1] < 0
-    assert "B is" in win.verdict and "faster" in win.verdict
-    assert win.speedup is not None and 1.5 < win.speedup < 1.8
-    loss = compare_medians(fast, base, metric="e2e_ms", names=("B", "A"))
-    assert "slower" in loss.verdict
-    noise = compare_medians(base, same, metric="e2e_ms", names=("A", "C"))
-    assert "no detectable difference" in noise.verdict
+    win = compare(base, fast)
+    assert win.diff_ci is not None and win.diff_ci[1] < 0 and call(win) == "lower"
+    text = verdict(base, fast, ("A", "B"))
+    assert "B is" in text and "faster" in text
+    assert win.ratio is not None and 1.5 < win.ratio < 1.8
+    assert "slower" in verdict(fast, base, ("B", "A"))
+    noise = compare(base, same)
+    assert "no detectable difference" in verdict(base, same, ("A", "C"))
     assert noise.diff_ci is not None and noise.diff_ci[0] <= 0 <= noise.diff_ci[1]
-    assert "not enough data" in compare_medians([1.0], [2.0], metric="e2e_ms",
-                                                names=("A", "B")).verdict
+    assert "not enough data" in verdict([1.0], [2.0], ("A", "B"))
 
 
-def fake_record(trial: int, name: str, e2e: float, ttft: float | None,
-                error: str | None = None) -> dict:
-    return {"kind": "request", "phase": "timed", "trial": trial, "example": 0,
-            "repetition": 0, "status": "error" if error else "done",
-            "variant": {"name": name}, "error": {"message": error} if error else None,
-            "raw": {"finish_reason": "length",
-                    "server_metrics": {"queue_time_ms": 1.0, "generation_time_ms": e2e - 11}},
-            "metrics": {"ttft_ms": ttft, "ttfa_ms": ttft, "e2e_ms": e2e, "tpot_ms": None,
-                        "decode_tok_s": None, "prompt_tokens": 5, "completion_tokens": 8},
-            "score": {"json_valid": True, "schema_valid": None, "fields": {},
-                      "field_accuracy": None}}
+SERVER = {"queue_time_ms": 1.0, "time_to_first_token_ms": 4.0}
 
 
 def test_report_files_are_consistent(tmp_path: Path) -> None:
-    records = [{"kind": "meta", "experiment": {"name": "t", "variants": [{"name": "a"},
-                                                                           {"name": "b"}],
-                                               "baseline": "a"}}]
-    records += [fake_record(i, "a", 1000 + i, None) for i in range(10)]
-    records += [fake_record(10 + i, "b", 900 + i, 50 + i) for i in range(10)]
-    records.append(fake_record(99, "b", 0, None, error="boom"))
-    records.append({**fake_record(100, "a", 5, None), "phase": "warmup"})
-    paths = write_outputs(records, tmp_path)
+    exp = experiment_from_dict({"name": "t", "variants": [{"name": "a"}, {"name": "b"}],
+                                "baseline": "a"}, LIB, source="t")
+    run = Run(meta=RunMeta(experiment=exp))
+    for i in range(10):  # queue 1 + prefill 4 + decode (e2e - 15): the residual is 10 ms
+        run.add(make_record("a", 1000 + i, None, trial=i,
+                            server={**SERVER, "generation_time_ms": 1000 + i - 15}))
+    for i in range(10):
+        run.add(make_record("b", 900 + i, 50 + i, trial=10 + i))
+    run.add(make_record("b", 0, None, error="boom", trial=99))
+    run.add(make_record("a", 5, None, phase="warmup", trial=100))
+    paths = write_outputs(run, tmp_path)
     with paths["csv"].open() as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 21  # timed requests only, failures included
-    s = summarize_run(records)
+    s = summarize_run(run)
     assert s["n_failed"] == 1 and s["variants"]["b"]["failed"] == 1
     assert s["variants"]["a"]["server"]["rest_ms"] == pytest.approx(10.0)
     for v in s["variants"].values():
@@ -136,3 +136,5 @@ def test_report_files_are_consistent(tmp_path: Path) -> None:
         assert lo <= m["p50"] <= hi
     html = paths["html"].read_text()
     assert "Plotly" in html and "<script src=" not in html  # inlined, works offline
+    cdn = write_outputs(run, tmp_path / "cdn", plotlyjs="cdn")["html"].read_text()
+    assert '<script src="https://cdn.plot.ly/plotly-' in cdn and len(cdn) < len(html) / 10

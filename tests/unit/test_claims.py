@@ -8,9 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from playground.claims.board import board_rows, html_report, markdown
-from playground.claims.run import Check, ClaimResult, claim_experiment, judge, load_claims
+from playground.claims.run import ClaimResult, claim_experiment
+from playground.claims.verdicts import judge
+from playground.outputs.board_view import board_rows, markdown
+from playground.outputs.html import board as html_report
+from playground.outputs.tables import text_table
 from playground.settings import REPO_ROOT
+from playground.specs.claims import Check, load_claims
 from playground.specs.presets import PresetLibrary
 
 PRESETS = REPO_ROOT / "presets"
@@ -126,4 +130,30 @@ def test_board_rows_markdown_and_report_from_results_alone() -> None:
     assert "| Streaming helps |" in md and "silently ignored" in md and "OFFLINE DEMO" in md
     page = html_report(board)
     assert "<script src=" not in page  # plotly is inlined: opens offline
-    assert "Method, in plain words" in page and "random weights" in page
+    assert "Method, in plain words" in page and "RANDOM weights" in page
+
+
+def test_report_escapes_what_a_file_or_a_model_wrote() -> None:
+    board = synthetic_board()
+    board["claims"][0]["quote"] = "<script>alert(1)</script>"
+    board["api_checks"][0]["evidence"] = "<img src=x onerror=alert(1)>"
+    page = html_report(board)
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)" in page
+    assert "<img src=x" not in page
+
+
+def test_a_claim_with_neither_experiment_nor_requires_is_named(tmp_path: Path) -> None:
+    """Was a TypeError (PresetError's `source` is keyword-only) that stopped the board."""
+    shutil.copytree(PRESETS / "claims", tmp_path / "claims")
+    (tmp_path / "claims" / "zz-empty.yaml").write_text(
+        "id: zz\ntitle: t\narticle: '000'\nquote: q\nchecks: [{metric: e2e_ms, "
+        "direction: lower}]\n", "utf-8")
+    claims, errors = load_claims(tmp_path)
+    assert "zz" not in claims and len(claims) >= 9
+    assert any("zz-empty.yaml" in e and "experiment: is required" in e for e in errors)
+
+
+def test_text_table_of_no_rows_is_the_header() -> None:
+    """Was a crash (max() of nothing) when no claim file loaded."""
+    out = text_table([], ["claim", "verdict"])
+    assert out.splitlines()[0].split() == ["claim", "verdict"]

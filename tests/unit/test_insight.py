@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from playground.core.phases import breakdown, html_bar
-from playground.lab.insight import definitions, goodput, grid, thinking_cut_off
+from playground.core.metrics import RawTimings, Usage, residual_ms
+from playground.core.phases import breakdown
+from playground.core.record import RequestRecord, ScoreInfo
+from playground.core.request import ChatRequest
+from playground.core.runner import Recording
+from playground.core.scoring import thinking_cut_off
+from playground.lab.insight import definitions, goodput, grid
+from playground.lab.summary import server_share
+from playground.outputs.html import phase_bar
 from playground.server.floor import (
     GPU_BANDWIDTH,
     QWEN3_0_6B,
@@ -14,6 +21,8 @@ from playground.server.floor import (
     param_count,
     weight_bytes,
 )
+from playground.ui.render import server_share as server_line
+from tests.records import make_record
 
 
 def test_qwen3_0_6b_bf16_on_h200_by_hand() -> None:
@@ -46,51 +55,69 @@ def test_unknown_gpu_has_no_floor() -> None:
     assert gpu_bandwidth("Some Accelerator X") is None
 
 
-def raw(**kw: object) -> dict:
-    base = {"streaming": True, "t_send": 0.0, "t_first_reasoning": None,
-            "t_first_content": 0.1, "t_last": 1.1, "usage": {}, "server_metrics": None}
-    return {**base, **kw}
+def raw(**kw: object) -> RawTimings:
+    base: dict[str, object] = {"streaming": True, "t_send": 0.0, "t_first_reasoning": None,
+                               "t_first_content": 0.1, "t_last": 1.1, "server_metrics": None}
+    base.update(kw)
+    usage = base.pop("usage", {})
+    return RawTimings(**base, usage=Usage(**usage))  # type: ignore[arg-type]
 
 
 def test_phases_add_up_to_e2e_with_transport_as_the_residual() -> None:
     sm = {"queue_time_ms": 5.0, "time_to_first_token_ms": 40.0, "generation_time_ms": 900.0}
-    b = breakdown(raw(server_metrics=sm), e2e_ms=1000.0, ttft_ms=100.0)
+    b = breakdown(raw(server_metrics=sm, t_last=1.0))
     assert b is not None and b.source == "server per-request metrics"
     assert dict(b.parts) == {"queue": 5.0, "prefill": 40.0, "thinking": 0.0, "answer": 900.0,
                              "transport + client": 55.0}
     assert b.total() == pytest.approx(1000.0) and b.residual_ms == 55.0
-    assert "prefill" in html_bar(b)
+    assert "prefill" in phase_bar(b)
+
+
+def test_every_view_shows_the_same_residual() -> None:
+    """The column's server line, the phase bar and the run summary: one number (they used to
+    disagree: e2e - queue - generation vs e2e - queue - prefill - decode)."""
+    sm = {"queue_time_ms": 5.0, "time_to_first_token_ms": 40.0, "generation_time_ms": 900.0}
+    r = make_record("a", 1000.0, 100.0, server=sm)
+    b = r.phases()
+    assert b is not None and b.residual_ms == pytest.approx(55.0)
+    assert residual_ms(r.raw, r.metrics.e2e_ms) == pytest.approx(55.0)
+    assert server_share([r])["rest_ms"] == pytest.approx(55.0)
+    live = Recording(r.variant, ChatRequest("a", {"stream": True, "max_tokens": 8}), "u", r.raw,
+                     status="done")
+    assert "rest (HTTP, API server, transport, client) 55.0 ms" in server_line(live)
 
 
 def test_thinking_share_of_decode_from_client_stamps() -> None:
     sm = {"queue_time_ms": 0.0, "time_to_first_token_ms": 50.0, "generation_time_ms": 1000.0}
     r = raw(t_first_reasoning=0.1, t_first_content=0.85, t_last=1.1, server_metrics=sm)
-    b = breakdown(r, e2e_ms=1100.0, ttft_ms=100.0)
+    b = breakdown(r)
     assert b is not None
     parts = dict(b.parts)
     assert parts["thinking"] == pytest.approx(750.0) and parts["answer"] == pytest.approx(250.0)
-    never = breakdown(raw(t_first_reasoning=0.1, t_first_content=None, server_metrics=sm),
-                      e2e_ms=1100.0, ttft_ms=100.0)
+    never = breakdown(raw(t_first_reasoning=0.1, t_first_content=None, server_metrics=sm))
     assert never is not None and dict(never.parts)["answer"] == 0
 
 
 def test_non_streaming_split_uses_reasoning_tokens_and_client_only_fallback() -> None:
-    r = raw(streaming=False, usage={"reasoning_tokens": 30, "completion_tokens": 40})
-    b = breakdown(r, e2e_ms=400.0)
+    r = raw(streaming=False, t_last=0.4, usage={"reasoning_tokens": 30, "completion_tokens": 40})
+    b = breakdown(r)
     assert b is not None and b.source == "client timestamps only"
     assert dict(b.parts) == {"thinking": pytest.approx(300.0), "answer": pytest.approx(100.0)}
-    assert breakdown(r, e2e_ms=None) is None
+    assert breakdown(raw(t_last=None)) is None
 
 
-def rec(name: str, ttft: float | None, e2e: float | None, *, error: bool = False,
+def rec(name: str, ttft: float | None, e2e: float, *, error: bool = False,
         thinking: bool = False, guided: bool = False, content: str = "{}",
-        first_chunk: float | None = None, valid: bool = True) -> dict:
-    return {"variant": {"name": name, "thinking": thinking,
-                        "guided_json": {"name": "s"} if guided else None},
-            "error": {"message": "x"} if error else None, "content": content,
-            "score": {"json_valid": valid, "schema_valid": valid if guided else None},
-            "metrics": {"ttft_ms": ttft, "e2e_ms": e2e, "ttfa_ms": ttft, "tpot_ms": 10.0,
-                        "first_chunk_ms": first_chunk}}
+        first_chunk: float | None = None, valid: bool = True) -> RequestRecord:
+    schema = {"name": "s", "schema": {"type": "object"}} if guided else None
+    r = make_record(name, e2e, ttft, error="x" if error else None, thinking=thinking,
+                    guided_json=schema,
+                    score=ScoreInfo(json_valid=valid, schema_valid=valid if guided else None))
+    if not error:
+        r.content = content
+    if first_chunk is not None:
+        r.raw.t_first_chunk = first_chunk / 1000
+    return r
 
 
 def test_goodput_counts_requests_meeting_every_objective() -> None:
@@ -104,7 +131,8 @@ def test_goodput_counts_requests_meeting_every_objective() -> None:
 
 def test_three_ttft_definitions_side_by_side() -> None:
     rows = [rec("a", 50, 500, first_chunk=20), rec("a", 70, 500, first_chunk=40)]
-    assert definitions(rows)["a"] == {"first_chunk_ms": 30.0, "ttft_ms": 60.0, "ttfa_ms": 60.0}
+    assert definitions(rows)["a"] == pytest.approx(
+        {"first_chunk_ms": 30.0, "ttft_ms": 60.0, "ttfa_ms": 60.0})
 
 
 def test_grid_cells_validity_overhead_and_cut_off_thinking() -> None:
@@ -112,10 +140,10 @@ def test_grid_cells_validity_overhead_and_cut_off_thinking() -> None:
             rec("t-free", 80, 3000, thinking=True, content="", valid=False),
             rec("t-guided", 80, 3000, thinking=True, guided=True, content="<think> x",
                 valid=False)]
-    rows[1]["metrics"]["tpot_ms"] = 12.5
     cells = {(c["thinking"], c["guided_json"]): c for c in grid(rows)}
     assert len(cells) == 4
     assert cells[(False, True)]["schema_valid_pct"] == 100
-    assert cells[(False, True)]["guided_overhead_tpot_ms"] == pytest.approx(2.5)
+    overhead = rows[1].metrics.tpot_ms - rows[0].metrics.tpot_ms  # type: ignore[operator]
+    assert cells[(False, True)]["guided_overhead_tpot_ms"] == pytest.approx(overhead)
     assert cells[(True, False)]["cut_off"] == 1 and cells[(True, True)]["cut_off"] == 1
-    assert not thinking_cut_off(rows[0])
+    assert not thinking_cut_off(False, rows[0].content)

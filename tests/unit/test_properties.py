@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from playground.core import request
 from playground.errors import PresetError
 from playground.settings import REPO_ROOT
-from playground.specs.presets import PresetLibrary, experiment_from_dict, variant_from_dict
+from playground.specs.experiments import experiment_from_dict
+from playground.specs.presets import PresetLibrary, variant_from_dict
 
 PRESETS = REPO_ROOT / "presets"
 LIB = PresetLibrary(PRESETS)

@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 
 from playground.core.metrics import RawTimings, Usage
+from playground.core.record import RequestRecord
 from playground.core.request import build
 from playground.core.runner import Recording
 from playground.errors import PresetError
 from playground.lab.replay import RecordingFile, from_history, load, play, recordings, save
-from playground.outputs.tables import recording_dict
 from playground.specs.presets import Variant
 
 
 def recorded(name: str, stream: bool, t0: float, tokens: list[tuple[float, str]],
-             end: float) -> dict:
+             end: float) -> RequestRecord:
     v = Variant(name=name, stream=stream, max_tokens=8)
     raw = RawTimings(streaming=stream, t_send=t0, t_headers=t0 + 0.01,
                      t_first_chunk=tokens[0][0] if stream else end,
@@ -31,7 +31,7 @@ def recorded(name: str, stream: bool, t0: float, tokens: list[tuple[float, str]]
                      finish_reason="length", http_status=200)
     rec = Recording(v, build(v, "hi", "m"), "http://server/v1", raw, status="done",
                     content="".join(x for _, x in tokens))
-    return recording_dict(rec)
+    return RequestRecord.of(rec)
 
 
 HISTORY = [recorded("fast", True, 100.0, [(100.2, "a"), (100.3, "b"), (100.5, "c")], 100.5),
@@ -90,7 +90,7 @@ def test_replay_reproduces_order_text_and_timings_on_a_scripted_clock() -> None:
     # the replay's own measurements equal the recorded ones (exact on a scripted clock)
     for r, orig in zip(recs, HISTORY, strict=True):
         for key in ("ttft_ms", "e2e_ms", "ttfa_ms"):
-            got, want = getattr(r.metrics(), key), orig["metrics"][key]
+            got, want = getattr(r.metrics(), key), getattr(orig.metrics, key)
             assert (got is None) == (want is None)
             if want is not None:
                 assert got == pytest.approx(want, abs=1e-6)
@@ -101,7 +101,7 @@ def test_speed_scales_the_pace() -> None:
     recs = recordings(rec)
     fake = FakeTime()
     fake.run(play(rec, recs, speed=2.0, clock=fake.clock, sleep=fake.sleep))
-    assert recs[1].metrics().e2e_ms == pytest.approx(HISTORY[1]["metrics"]["e2e_ms"] / 2)
+    assert recs[1].metrics().e2e_ms == pytest.approx(HISTORY[1].metrics.e2e_ms / 2)
 
 
 def test_save_load_round_trip_and_version_checks(tmp_path: Path) -> None:
@@ -121,7 +121,7 @@ def test_save_load_round_trip_and_version_checks(tmp_path: Path) -> None:
 
 def test_a_run_history_jsonl_loads_directly(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in HISTORY) + "\n{torn", "utf-8")
+    path.write_text("\n".join(json.dumps(r.line()) for r in HISTORY) + "\n{torn", "utf-8")
     assert [c.variant["name"] for c in load(path).columns] == ["fast", "slow"]
     (tmp_path / "empty.jsonl").write_text("")
     with pytest.raises(PresetError, match="no recorded request"):

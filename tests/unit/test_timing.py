@@ -9,9 +9,10 @@ import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from playground.core.client import Backend
-from playground.core.metrics import RawTimings, bootstrap_ci, derive, percentile, summarize
+from playground.core.metrics import RawTimings, derive
 from playground.core.request import build
 from playground.core.runner import new_recording
+from playground.lab.stats import bootstrap_ci, percentile, summarize
 from playground.specs.presets import Variant
 
 

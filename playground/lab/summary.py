@@ -1,0 +1,120 @@
+"""A finished (or stopped) benchmark run -> its summary document, and the files written from it.
+
+Works from the run's typed records alone (lab/store.Run), without knowing how they were
+measured. Every statistic comes from lab/stats; every per-request number from core/metrics.
+The summary is a JSON-ready document (results.json), the input of every report view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from playground.core.metrics import residual_ms, server_parts
+from playground.core.record import RequestRecord, by_variant, failed, values
+from playground.lab import insight
+from playground.lab.stats import Call, Effect, call, compare, median, summarize
+from playground.lab.store import Run
+from playground.outputs import files
+from playground.outputs.fmt import METRIC_LABELS
+
+COMPARED = ("visible_wait_ms", "e2e_ms", "ttft_ms")
+
+
+def server_share(rows: Sequence[RequestRecord]) -> dict[str, float | None]:
+    """Medians of the server's parts (queue, prefill, decode) and of the residual."""
+    queue, prefill, decode, rest = [], [], [], []
+    for r in rows:
+        parts = server_parts(r.raw) if r.ok else None
+        left = residual_ms(r.raw, r.metrics.e2e_ms) if parts else None
+        if parts is None or left is None:
+            continue
+        queue.append(parts.queue_ms)
+        prefill.append(parts.prefill_ms)
+        decode.append(parts.decode_ms)
+        rest.append(left)
+    return {"queue_ms": median(queue), "prefill_ms": median(prefill),
+            "decode_ms": median(decode), "rest_ms": median(rest)}
+
+
+def _rate(flags: Sequence[bool | None]) -> float | None:
+    seen = [f for f in flags if f is not None]
+    return 100 * sum(seen) / len(seen) if seen else None
+
+
+def variant_summary(rows: Sequence[RequestRecord]) -> dict[str, Any]:
+    scored = [r.score for r in rows if r.ok and r.score is not None]
+    acc = [s.field_accuracy for s in scored if s.field_accuracy is not None]
+    return {
+        "n": len(rows), "failed": failed(rows),
+        "metrics": {m: asdict(summarize(values(rows, m))) for m in METRIC_LABELS},
+        "json_valid_pct": _rate([s.json_valid for s in scored]),
+        "schema_valid_pct": _rate([s.schema_valid for s in scored]),
+        "field_exact_pct": 100 * sum(acc) / len(acc) if acc else None,
+        "server": server_share(rows),
+    }
+
+
+def verdict_text(label: str, names: tuple[str, str], effect: Effect, decided: Call) -> str:
+    """One benchmark comparison in words (variant vs baseline), from lab/stats' call."""
+    base, other = names
+    if decided == "not measurable":
+        return f"{label}: not enough data (n={effect.n_baseline} vs {effect.n_variant})"
+    assert effect.diff is not None and effect.diff_ci is not None
+    lo, hi = effect.diff_ci
+    if decided == "none":
+        return (f"{label}: no detectable difference between {other} and {base} "
+                f"(median diff {effect.diff:+.0f} ms, 95% CI {lo:+.0f} to {hi:+.0f})")
+    a, b = sorted((abs(lo), abs(hi)))
+    times = f", {effect.ratio:.2f}x" if effect.ratio is not None else ""
+    word = "faster" if decided == "lower" else "slower"
+    return (f"{label}: {other} is {abs(effect.diff):.0f} ms {word} than {base} "
+            f"(95% CI {a:.0f}-{b:.0f} ms{times})")
+
+
+def comparison(metric: str, base: str, name: str, b: Sequence[RequestRecord],
+               v: Sequence[RequestRecord]) -> dict[str, Any]:
+    effect = compare(values(b, metric), values(v, metric))
+    decided = call(effect)
+    return {"metric": metric, "baseline": base, "variant": name, "effect": asdict(effect),
+            "call": decided,
+            "verdict": verdict_text(METRIC_LABELS[metric], (base, name), effect, decided)}
+
+
+def summarize_run(run: Run, *, ttft_slo_ms: float | None = None,
+                  e2e_slo_ms: float | None = None) -> dict[str, Any]:
+    timed = run.timed
+    exp = run.meta.experiment
+    groups = by_variant(timed)
+    names = [v.name for v in exp.variants] if exp else list(groups)
+    baseline = exp.baseline_name if exp else (names[0] if names else None)
+    by = {n: groups.get(n, []) for n in names}
+    comparisons = []
+    for n in names:
+        if baseline is None or n == baseline:
+            continue
+        for m in COMPARED:
+            if m == "ttft_ms" and not (values(by[baseline], m) and values(by[n], m)):
+                continue  # TTFT is not observable for a non-streaming side
+            comparisons.append(comparison(m, baseline, n, by[baseline], by[n]))
+    return {"meta": run.meta.model_dump(mode="json"), "baseline": baseline,
+            "variants": {n: variant_summary(rows) for n, rows in by.items()},
+            "comparisons": comparisons, "n_requests": len(timed),
+            "n_failed": failed(timed),
+            "phases": insight.median_phases(timed), "definitions": insight.definitions(timed),
+            "slo": {"ttft_ms": ttft_slo_ms, "e2e_ms": e2e_slo_ms},
+            "goodput_pct": insight.goodput(timed, ttft_slo_ms, e2e_slo_ms),
+            "grid": insight.grid(timed) if insight.is_grid(timed) else None,
+            "floor_ms": run.meta.floor_ms,
+            "background": run.background.model_dump() if run.background else None}
+
+
+def write_outputs(run: Run, out_dir: Path, *, ttft_slo_ms: float | None = None,
+                  e2e_slo_ms: float | None = None, plotlyjs: files.PlotlyJs = "inline"
+                  ) -> dict[str, Path]:
+    """requests.csv (one row per timed request), results.json (summary + every request) and
+    report.html (plotly.js inline by default: opens offline)."""
+    summary = summarize_run(run, ttft_slo_ms=ttft_slo_ms, e2e_slo_ms=e2e_slo_ms)
+    return files.write_run_files(summary, run.timed, out_dir, plotlyjs=plotlyjs)

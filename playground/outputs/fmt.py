@@ -1,0 +1,55 @@
+"""The one formatting module: milliseconds, percent, verdict sentences, metric labels and the
+demo-model notice, in one wording everywhere (UI, CLI, reports)."""
+
+from __future__ import annotations
+
+from playground.server.demo_model import is_demo_dir
+from playground.server.http import ServerInfo
+
+DEMO_NOTICE = ("Served by the OFFLINE DEMO MODEL: Qwen3 architecture and real Qwen vocabulary with "
+               "RANDOM weights. Its text (and so any accuracy number) is meaningless; its latency "
+               "mechanics (prefill, decode, streaming, thinking, guided JSON) are real.")
+
+METRIC_LABELS = {
+    "ttft_ms": "TTFT",
+    "ttfa_ms": "TTFA",
+    "visible_wait_ms": "first visible character",
+    "e2e_ms": "E2E",
+    "tpot_ms": "TPOT",
+    "first_chunk_ms": "first SSE chunk (vllm bench serve's TTFT)",
+}
+
+VERDICT_COLORS = {"confirmed": "#2e7d32", "refuted": "#c62828",
+                  "no detectable difference": "#6d6d6d", "not measurable": "#9e9e9e",
+                  "reported": "#1565c0", "not run": "#9e9e9e"}
+
+
+def ms(value: float | None, missing: str = "n/a") -> str:
+    """1.2 ms / 34.5 ms / 1,234 ms: three significant digits where they mean something."""
+    if value is None:
+        return missing
+    return f"{value:,.0f} ms" if abs(value) >= 100 else f"{value:.1f} ms"
+
+
+def ms_num(value: float | None, missing: str = "n/a") -> str:
+    """The number alone (tables with the unit in the header)."""
+    return missing if value is None else f"{value:,.0f}"
+
+
+def pct(value: float | None, missing: str = "-") -> str:
+    return missing if value is None else f"{value:.0f}%"
+
+
+def preview(text: str, width: int = 40) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+# How tools define the first token, on the same requests (lab/insight.definitions).
+TTFT_DEFINITIONS = {"first_chunk_ms": "first SSE chunk (vllm bench serve)",
+                    "ttft_ms": "first token (GuideLLM, this tool's TTFT)",
+                    "ttfa_ms": "first answer token (TTFA)"}
+
+
+def demo_notice(info: ServerInfo) -> str:
+    """DEMO_NOTICE when the server serves a locally built demo model, else ""."""
+    return DEMO_NOTICE if any(is_demo_dir(m.root) for m in info.models) else ""

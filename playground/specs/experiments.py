@@ -1,0 +1,119 @@
+"""Experiments (presets/experiments/*.yaml) and data sets (presets/data/*.jsonl).
+
+An experiment is variants x data set x repetitions with the measurement rules of
+docs/measurement.md (warm-up, interleaving, cache policy). Variants may be preset names or inline
+mappings; errors name the file, the field and the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from playground.errors import PresetError, ValidationFailed
+from playground.specs.presets import (
+    FieldError,
+    PresetLibrary,
+    Variant,
+    first_error,
+    load_yaml,
+    resolve_refs,
+    safe_child,
+)
+
+
+class Experiment(BaseModel):
+    """Variants x data set x repetitions, with the measurement rules of MEASUREMENT.md."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = ""
+    variants: list[Variant] = Field(min_length=1, max_length=8)
+    baseline: str | None = None  # a variant name; default: the first variant
+    dataset: str = "address"  # presets/data/NAME.jsonl
+    examples: int | None = Field(default=None, ge=1, description="first N examples")
+    repetitions: int = Field(default=1, ge=1, le=1000)
+    warmup: int = Field(default=1, ge=0, le=100, description="untimed requests per variant")
+    order: Literal["interleaved", "random"] = "interleaved"
+    concurrency: int = Field(default=1, ge=1, le=256)
+    cache: Literal["cold", "warm"] = "cold"
+    seed: int = 0
+    # Probe under load: keep this many background requests in flight against the first
+    # variant's server during the timed trials (bounded: a probe, not a load test).
+    background: int = Field(default=0, ge=0, le=64)
+
+    @model_validator(mode="after")
+    def _check(self) -> Experiment:
+        names = [v.name for v in self.variants]
+        if len(set(names)) != len(names):
+            raise ValueError(f"variant names must be unique, got {names}")
+        if self.baseline is not None and self.baseline not in names:
+            raise ValueError(f"baseline {self.baseline!r} is not one of the variants {names}")
+        return self
+
+    @property
+    def baseline_name(self) -> str:
+        return self.baseline or self.variants[0].name
+
+
+def experiment_from_dict(data: object, library: PresetLibrary, *, source: str) -> Experiment:
+    """Variants may be preset names or inline mappings (with `prompt:`/`guided_json:` refs)."""
+    if not isinstance(data, dict):
+        raise PresetError("(file)", "expected a mapping of fields", source=source)
+    raw = dict(data)
+    variants = raw.get("variants")
+    if isinstance(variants, list):
+        resolved: list[object] = []
+        for i, item in enumerate(variants):
+            if isinstance(item, str):
+                try:
+                    resolved.append(library.get(item))
+                except ValidationFailed as e:
+                    raise PresetError(f"variants.{i}", e.reason, source=source) from None
+            elif isinstance(item, dict):
+                try:
+                    resolved.append(resolve_refs(item, library.presets_dir))
+                except FieldError as e:
+                    raise PresetError(f"variants.{i}.{e.field}", e.reason,
+                                      source=source) from None
+            else:
+                resolved.append(item)
+        raw["variants"] = resolved
+    dataset = raw.get("dataset", "address")
+    if isinstance(dataset, str):
+        try:
+            safe_child(library.presets_dir / "data", dataset, ".jsonl", "data set")
+        except ValueError as e:
+            raise PresetError("dataset", str(e), source=source) from None
+    try:
+        return Experiment.model_validate(raw)
+    except ValidationError as e:
+        raise PresetError(*first_error(e), source=source) from None
+
+
+def load_experiment(path: Path, library: PresetLibrary) -> Experiment:
+    return experiment_from_dict(load_yaml(path), library, source=str(path))
+
+
+def load_dataset(presets_dir: Path, name: str, limit: int | None = None
+                 ) -> list[dict[str, Any]]:
+    """JSONL rows with `input` (and optionally `gold`); errors name the line."""
+    path = safe_child(presets_dir / "data", name, ".jsonl", "data set")
+    rows = []
+    for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as e:
+            raise PresetError(f"line {n}", f"not valid JSON: {e}", source=str(path)) from None
+        if not isinstance(row, dict) or not isinstance(row.get("input"), str):
+            raise PresetError(f"line {n}", "needs a string field 'input'", source=str(path))
+        rows.append(row)
+        if limit is not None and len(rows) >= limit:
+            break
+    return rows
