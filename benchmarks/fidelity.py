@@ -5,7 +5,7 @@ unique prompts (no prefix-cache hits across blocks), and prints median TTFT and 
 and their ratio, and request throughput (for the "runner is never the bottleneck" target at
 concurrency 32: at least 95% of vllm bench's). With --enable-per-request-metrics on the
 server it also prints client TTFT minus server TTFT (transport + HTTP + client parsing).
-Targets (MEASUREMENT.md): ratios
+Targets (docs/measurement.md): ratios
 within 5%, overhead p50 at most 2 ms.
 
     python benchmarks/fidelity.py                      # starts the CPU demo server itself

@@ -7,7 +7,8 @@ folder). Writes: environment.json, steps.json, the claims board (claims.json / .
 claims-report.html), fidelity-c1.json, fidelity-c32.json, sweep.json, the grid's and
 seed-vs-optimized's summaries (JSON, per-request CSV, the seed-vs-optimized HTML report),
 PNGs of every plot in those reports (Chromium screenshots), and README.md: every number in
-it is read from those files. The GPU recording goes to presets/recordings/.
+it is read from those files; `--docs` also rewrites docs/h200.md. The GPU recording goes
+to presets/recordings/.
 """
 
 from __future__ import annotations
@@ -112,8 +113,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("inputs", nargs="+")
     ap.add_argument("--out", default=str(ROOT / "docs" / "results" / "h200"))
-    ap.add_argument("--readme", action="store_true",
-                    help="also rewrite the README's H200 section (between its h200 markers)")
+    ap.add_argument("--docs", action="store_true",
+                    help="also rewrite docs/h200.md (between its h200 markers)")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -161,7 +162,7 @@ def main() -> int:
     pngs = render_reports(out, tmp)
 
     (out / "README.md").write_text(summary_md(out, env, steps, pngs), "utf-8")
-    if a.readme:
+    if a.docs:
         update_readme(readme_block(out, env, steps))
     print(f"wrote {out} ({len(list(out.iterdir()))} files)")
     return 0
@@ -286,7 +287,7 @@ def readme_block(out: Path, env: dict[str, Any], steps: dict[str, Any]) -> str:
 
 
 def update_readme(block: str) -> None:
-    readme = ROOT / "README.md"
+    readme = ROOT / "docs" / "h200.md"
     text = readme.read_text("utf-8")
     start, end = "<!-- h200:start -->", "<!-- h200:end -->"
     if start in text and end in text:

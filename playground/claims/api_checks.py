@@ -1,6 +1,6 @@
 """The seed articles' API statements, tried against the live server, with the evidence.
 
-Each check sends what the article wrote next to what VLLM_FACTS.md says works, and compares
+Each check sends what the article wrote next to what vLLM documents as working, and compares
 what the server did (rendered prompt length, output validity, chunk counts, tokenization,
 number of answers). Outcome words: "works as written", "silently ignored" (HTTP 200, no
 effect), "rejected" (an error), "not what it claims", "does not exist", "could not check".

@@ -26,7 +26,7 @@ from playground.errors import (
 
 Clock = Callable[[], float]
 # Set per request (per task) by Backend.events; the HTTP client's request hook calls it at the
-# moment the request is handed to the transport -- MEASUREMENT.md's t_send.
+# moment the request is handed to the transport -- docs/measurement.md's t_send.
 _ON_SEND: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
     "on_send", default=None)
 

@@ -1,6 +1,6 @@
 """PURE: Variant + prompt -> ChatRequest. The only module that knows vLLM's request dialect.
 
-What each toggle becomes on the wire (verified in ../shared/design/VLLM_FACTS.md):
+What each toggle becomes on the wire (checked against the vLLM 0.26 and 0.32 sources):
 - stream          -> stream=True + stream_options.include_usage (server token counts)
 - thinking        -> extra_body.chat_template_kwargs.enable_thinking (top-level is ignored)
 - temperature/top_p/seed -> native kwargs; top_k, ignore_eos, min_tokens -> extra_body

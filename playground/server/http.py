@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import ssl
 import time
 from collections.abc import Iterator
@@ -76,6 +77,20 @@ class Reply:
             return None
 
 
+def _reason(e: BaseException) -> str:
+    """The root cause in words ("[Errno 111] Connection refused"), not the wrapper's."""
+    todo, best = [e], None
+    while todo:
+        cur = todo.pop()
+        if isinstance(cur, OSError) and cur.errno is not None:
+            return f"[Errno {cur.errno}] {os.strerror(cur.errno)}"
+        if isinstance(cur, OSError) and str(cur) and best is None:
+            best = str(cur)
+        todo += [x for x in (cur.__cause__, cur.__context__) if x is not None]
+        todo += list(getattr(cur, "exceptions", ()))
+    return best or (f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
+
+
 def _timeout(timeout_s: float) -> httpx2.Timeout:
     return httpx2.Timeout(timeout_s, connect=min(timeout_s, 5.0))
 
@@ -96,7 +111,7 @@ def request(method: str, url: str, *, body: Any = None, api_key: str | None = No
                                       "(or was too large)")
             return Reply(resp.status_code, b"".join(chunks).decode("utf-8", "replace"))
     except httpx2.HTTPError as e:
-        raise Unreachable(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__) from None
+        raise Unreachable(_reason(e)) from None
 
 
 async def arequest(method: str, url: str, *, body: Any = None, api_key: str | None = None,
@@ -110,7 +125,7 @@ async def arequest(method: str, url: str, *, body: Any = None, api_key: str | No
     except TimeoutError:
         raise Unreachable(f"{url}: no complete answer within {timeout_s:g} s") from None
     except httpx2.HTTPError as e:
-        raise Unreachable(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__) from None
+        raise Unreachable(_reason(e)) from None
 
 
 def get(url: str, *, api_key: str | None = None, timeout_s: float = 5.0) -> Reply:

@@ -26,7 +26,7 @@ from playground.specs.presets import (
 
 
 class Experiment(BaseModel):
-    """Variants x data set x repetitions, with the measurement rules of MEASUREMENT.md."""
+    """Variants x data set x repetitions, with the measurement rules of docs/measurement.md."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

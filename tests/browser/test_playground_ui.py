@@ -98,13 +98,13 @@ def test_benchmark_tab_runs_an_experiment(page: Page) -> None:
 
 
 def test_report_opens_offline_in_chromium(browser, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from playground.lab.report import write_outputs
-    from tests.unit.test_bench_plan_stats import fake_record
+    from playground.lab.store import Run
+    from playground.lab.summary import write_outputs
+    from tests.records import make_record
 
-    records = [{"kind": "meta", "experiment": {"name": "offline", "variants": [
-        {"name": "a"}, {"name": "b"}]}}]
-    records += [fake_record(i, "a" if i % 2 else "b", 100.0 + i, 10.0) for i in range(12)]
-    html = write_outputs(records, tmp_path)["html"]
+    run = Run(requests=[make_record("a" if i % 2 else "b", 100.0 + i, 10.0, trial=i)
+                        for i in range(12)])
+    html = write_outputs(run, tmp_path)["html"]
     ctx = browser.new_context(offline=True)
     pg = ctx.new_page()
     pg.goto(html.as_uri())

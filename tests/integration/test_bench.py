@@ -65,7 +65,9 @@ def test_bench_writes_consistent_files(vllm_server: str, tmp_path: Path) -> None
     assert "Plotly" in html and "OFFLINE DEMO MODEL" in html
     runs = list((tmp_path / "runs" / "bench").glob("*.jsonl"))
     assert len(runs) == 1
-    kinds = [r["kind"] for r in read_run(runs[0])]
+    kinds = [json.loads(line)["kind"] for line in runs[0].read_text().splitlines()]
+    run = read_run(runs[0])  # typed: every line loads
+    assert len(run.requests) == 12 and run.background is not None
     # meta first, every request (warm-up included), then the background-load summary
     assert kinds == ["meta"] + ["request"] * 12 + ["background"]
     # listed and comparable from the CLI

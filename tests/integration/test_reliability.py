@@ -1,5 +1,5 @@
 """Faults, bad input and secrets, against the real test server (and the fault proxy in front of
-it for what a real server cannot do on demand). Each test is one row of the README's
+it for what a real server cannot do on demand). Each test is one row of the
 Reliability table (tests/reliability.py); `observed` records what the user actually saw."""
 
 from __future__ import annotations
@@ -198,8 +198,8 @@ def test_fault_in_a_benchmark(proxy: FaultProxy, tmp_path: Path,
     observed(out.stderr.strip().splitlines()[-1])
     assert out.returncode == 1 and "2 timed request(s) failed" in out.stderr
     (path,) = (runs / "bench").glob("*.jsonl")
-    reqs = [r for r in read_run(path) if r.get("kind") == "request"]
-    assert sorted((r["variant"]["name"], r["error"] is None) for r in reqs) == [
+    reqs = read_run(path).requests
+    assert sorted((r.name, r.ok) for r in reqs) == [
         ("faulty", False), ("faulty", False), ("good", True), ("good", True)]
 
 
@@ -324,11 +324,11 @@ def test_stop_during_a_benchmark(vllm_server: str, tmp_path: Path,
     finally:
         loop.stop()
     (path,) = (tmp_path / "runs" / "bench").glob("*.jsonl")
-    reqs = [r for r in read_run(path) if r.get("kind") == "request"]
+    reqs = read_run(path).requests
     observed(f"stopped after {len(seen)} requests; {len(reqs)} in the run file; "
              f"running on the server: {running}")
     assert running == 0
-    assert len(reqs) >= 3 and all(r["metrics"]["completion_tokens"] == 64 for r in reqs)
+    assert len(reqs) >= 3 and all(r.metrics.completion_tokens == 64 for r in reqs)
     assert len(reqs) < 100
 
 

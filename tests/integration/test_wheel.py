@@ -16,7 +16,14 @@ from playground.settings import REPO_ROOT
 pytestmark = pytest.mark.server
 
 
+def _clean() -> dict[str, str]:
+    """No PYTHONPATH or PLAYGROUND_* from the test run: the checkout must not leak in."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("PLAYGROUND_", "XDG_", "PYTHON"))}
+
+
 def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+    kw.setdefault("env", _clean())
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)  # type: ignore[call-overload]
 
 
@@ -35,6 +42,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     py = venv / "bin" / "python"
     got = _run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "-q",
                 str(wheel)])
+    assert (venv / "bin" / "playground").is_file(), got.stdout + got.stderr
     assert got.returncode == 0, got.stderr[-2000:]
     site = _run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
     (Path(site.stdout.strip()) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
@@ -42,9 +50,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _env(tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PLAYGROUND_", "XDG_", "PYTHON"))}
-    return {**env, "HOME": str(tmp / "home")}
+    return {**_clean(), "HOME": str(tmp / "home")}
 
 
 def test_installed_wheel_runs_from_package_data(installed: Path, vllm_server: str,

@@ -138,3 +138,29 @@ def test_report_files_are_consistent(tmp_path: Path) -> None:
     assert "Plotly" in html and "<script src=" not in html  # inlined, works offline
     cdn = write_outputs(run, tmp_path / "cdn", plotlyjs="cdn")["html"].read_text()
     assert '<script src="https://cdn.plot.ly/plotly-' in cdn and len(cdn) < len(html) / 10
+
+
+def test_bench_text_says_none_set_without_an_slo() -> None:
+    """Was "goodput (TTFT<=None, E2E<=None ms)"."""
+    from playground.cli.bench import report_text
+
+    run = Run(requests=[make_record("a", 100 + i, 10, trial=i) for i in range(3)])
+    text = report_text(run)
+    assert "None" not in text and "goodput (none set)" in text
+    assert "TTFT <= 200 ms" in report_text(run, ttft_slo_ms=200)
+
+
+def test_one_prompt_limit_for_the_cli_and_the_ui() -> None:
+    """There were two (20,000 in the UI, 200,000 in preflight)."""
+    from playground.core import preflight
+    from playground.settings import Settings
+    from playground.ui.blocks import build_ui
+    from playground.ui.context import UIContext
+
+    ctx = UIContext.create(Settings())
+    try:
+        demo = build_ui(ctx)
+        boxes = [b for b in demo.blocks.values() if getattr(b, "label", None) == "prompt"]
+        assert [b.max_length for b in boxes] == [preflight.MAX_PROMPT_CHARS]
+    finally:
+        ctx.measure.stop()

@@ -1,4 +1,4 @@
-"""Table-driven: every toggle of a Variant maps to what vLLM honours (VLLM_FACTS.md)."""
+"""Table-driven: every toggle of a Variant maps to what vLLM honours (per its sources)."""
 
 from __future__ import annotations
 
