@@ -15,6 +15,7 @@ from typing import Any
 from playground.claims.api_checks import run_api_checks
 from playground.claims.run import ClaimResult, run_claim
 from playground.core.compare import resolve_model
+from playground.core.port import LIVE, Port
 from playground.outputs.files import PlotlyJs, write_board_files
 from playground.server.environment import environment
 from playground.settings import Settings
@@ -37,23 +38,24 @@ class BoardEvent:
     board: dict[str, Any] = field(default_factory=dict)
 
 
-async def board_environment(settings: Settings, server_note: str = "") -> dict[str, Any]:
-    env = await environment(settings.base_url, settings.api_key_value())
+async def board_environment(settings: Settings, server_note: str = "", port: Port = LIVE
+                            ) -> dict[str, Any]:
+    env = await environment(settings.base_url, settings.api_key_value(), info_fn=port.info)
     return {**env, "server_flags": server_note or None}
 
 
 async def run_board(settings: Settings, claims: Sequence[Claim], library: PresetLibrary, *,
                     with_servers: bool = False, api_checks: bool = True,
                     examples: int | None = None, repetitions: int | None = None,
-                    server_note: str = "") -> AsyncIterator[BoardEvent]:
+                    server_note: str = "", port: Port = LIVE) -> AsyncIterator[BoardEvent]:
     """Claims one after another (each interleaves its own variants), then the API checks."""
-    env = await board_environment(settings, server_note)
+    env = await board_environment(settings, server_note, port)
     results: list[ClaimResult] = []
     total = len(claims)
     for i, claim in enumerate(claims):
         yield BoardEvent("claim-started", claim.id, i, total)
         async for ev in run_claim(settings, claim, library, with_servers=with_servers,
-                                  examples=examples, repetitions=repetitions):
+                                  examples=examples, repetitions=repetitions, port=port):
             if ev.kind == "progress":
                 yield BoardEvent("progress", claim.id, i, total, ev.done, ev.total)
             elif ev.result is not None:
@@ -62,7 +64,7 @@ async def run_board(settings: Settings, claims: Sequence[Claim], library: Preset
     checks: list[dict[str, Any]] = []
     if api_checks:
         try:
-            model, _ = await resolve_model(settings)
+            model, _ = await resolve_model(settings, port)
             found = await asyncio.to_thread(run_api_checks, settings.base_url,
                                             settings.api_key_value(), model,
                                             vllm_python=settings.server_python())

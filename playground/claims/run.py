@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from playground.claims.verdicts import CheckResult, judge_claim, primary_verdict
 from playground.core import request
-from playground.core.compare import pool_for, resolve_model
+from playground.core.compare import resolve_model
+from playground.core.port import LIVE, Port
 from playground.core.record import RequestRecord, failed
 from playground.core.runner import new_recording, run_many
 from playground.errors import PlaygroundError, PresetError
@@ -94,7 +95,8 @@ Progress = AsyncIterator[tuple[int, int, Line | None]]
 
 async def run_claim(settings: Settings, claim: Claim, library: PresetLibrary, *,
                     with_servers: bool = False, examples: int | None = None,
-                    repetitions: int | None = None) -> AsyncIterator[ClaimEvent]:
+                    repetitions: int | None = None, port: Port = LIVE
+                    ) -> AsyncIterator[ClaimEvent]:
     """Run one claim's experiment and judge it; yields progress, then one result."""
     head = dict(id=claim.id, title=claim.title, article=claim.article, quote=claim.quote,
                 note=claim.note)
@@ -110,8 +112,8 @@ async def run_claim(settings: Settings, claim: Claim, library: PresetLibrary, *,
         exp = claim_experiment(claim, library, examples=examples, repetitions=repetitions)
         base = exp.baseline_name
         assert claim.variant is not None
-        events = (run_batch(settings, claim, exp, run_file) if claim.kind == "batch"
-                  else _bench_lines(settings, exp, run_file))
+        events = (run_batch(settings, claim, exp, run_file, port) if claim.kind == "batch"
+                  else _bench_lines(settings, exp, run_file, port))
         async for done, total, line in events:
             if line is not None:
                 run.add(line)
@@ -131,29 +133,30 @@ async def run_claim(settings: Settings, claim: Claim, library: PresetLibrary, *,
     yield ClaimEvent("result", claim.id, result=result)
 
 
-async def _bench_lines(settings: Settings, exp: Experiment, run_file: RunFile) -> Progress:
-    async for ev in run_experiment(settings, exp, run_file=run_file):
+async def _bench_lines(settings: Settings, exp: Experiment, run_file: RunFile, port: Port
+                       ) -> Progress:
+    async for ev in run_experiment(settings, exp, run_file=run_file, port=port):
         if ev.kind == "started":
             yield 0, ev.total, ev.meta
         elif ev.kind == "request" and ev.record is not None:
             yield ev.done, ev.total, ev.record
 
 
-async def run_batch(settings: Settings, claim: Claim, exp: Experiment, run_file: RunFile
-                    ) -> Progress:
+async def run_batch(settings: Settings, claim: Claim, exp: Experiment, run_file: RunFile,
+                    port: Port = LIVE) -> Progress:
     """Per repetition: `batch_size` requests one after another, and the same number sent at
     once (order alternates per repetition). One batch line per batch: its wall time."""
-    model, _ = await resolve_model(settings)
+    model, _ = await resolve_model(settings, port)
     rows = load_dataset(settings.presets_dir, exp.dataset, claim.batch_size)
     by_name = {v.name: v for v in exp.variants}
     sequential, concurrent = by_name[exp.baseline_name], by_name[str(claim.variant)]
     run_id = uuid.uuid4().hex[:8]
-    meta = await run_meta(settings, exp, model)
+    meta = await run_meta(settings, exp, model, port)
     run_file.append(meta)
     total = (exp.repetitions + exp.warmup) * 2 * len(rows)
     yield 0, total, meta
     done = 0
-    pool = pool_for(settings)
+    pool = port.pool(settings)
     try:
         for rep in range(-exp.warmup, exp.repetitions):
             order = [(sequential, 1), (concurrent, len(rows))]
@@ -164,7 +167,8 @@ async def run_batch(settings: Settings, claim: Claim, exp: Experiment, run_file:
                     v, row["input"], model, nonce=f"{run_id} {rep} {v.name} {i}"),
                     settings.base_url) for i, row in enumerate(rows)]
                 t0 = time.perf_counter()
-                await run_many(pool, recs, concurrency=conc, timeout_s=settings.timeout_s)
+                await run_many(pool, recs, concurrency=conc,  # type: ignore[arg-type]
+                               timeout_s=settings.timeout_s)
                 wall_ms = 1000 * (time.perf_counter() - t0)
                 phase: Literal["warmup", "timed"] = "warmup" if rep < 0 else "timed"
                 for i, rec in enumerate(recs):

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from playground.core import request
-from playground.core.client import ClientPool
+from playground.core.port import LIVE, Port
 from playground.core.preflight import check_prompt, preflight
 from playground.core.runner import Mode, Recording, new_recording, run_to_end
 from playground.errors import ValidationFailed
-from playground.server.http import ServerInfo, aserver_info
+from playground.server.http import ServerInfo
 from playground.settings import Settings
 from playground.specs.presets import Variant
 
@@ -47,11 +47,11 @@ class Prepared:
 
 
 async def prepare(base_url: str, api_key: str, model: str | None, variants: Sequence[Variant],
-                  prompt: str) -> Prepared:
+                  prompt: str, *, port: Port = LIVE) -> Prepared:
     """Ask the server once, then check each variant against its limits; a variant that cannot
     fit is reported in its slot and nothing is sent for it."""
     check_prompt(prompt)
-    info = await aserver_info(base_url, api_key)
+    info = await port.info(base_url, api_key)
     chosen = pick_model(model, info)
     found = info.model(chosen)
     limit = found.max_model_len if found else None
@@ -59,7 +59,8 @@ async def prepare(base_url: str, api_key: str, model: str | None, variants: Sequ
     for v in variants:
         url = v.base_url or base_url
         try:
-            await preflight(url, api_key, chosen, limit, v, prompt)
+            await preflight(url, api_key, chosen, limit, v, prompt,
+                            token_count=port.token_count)
         except ValidationFailed as e:
             slots.append(e)
             continue
@@ -67,32 +68,26 @@ async def prepare(base_url: str, api_key: str, model: str | None, variants: Sequ
     return Prepared(info, chosen, slots)
 
 
-def pool_for(settings: Settings, api_key: str | None = None) -> ClientPool:
-    return ClientPool(api_key or settings.api_key_value(),
-                      connect_timeout_s=settings.connect_timeout_s,
-                      read_timeout_s=settings.read_timeout_s, timeout_s=settings.timeout_s)
-
-
 async def compare(settings: Settings, variants: Sequence[Variant], prompt: str, *,
-                  sequential: bool = False) -> list[Recording]:
+                  sequential: bool = False, port: Port = LIVE) -> list[Recording]:
     """Every variant checked against the server's limits first (nothing is sent when one
     cannot fit), then all of them run side by side."""
     prepared = await prepare(settings.base_url, settings.api_key_value(), settings.model,
-                             variants, prompt)
+                             variants, prompt, port=port)
     error = prepared.first_error()
     if error is not None:
         raise error
     recs = prepared.recordings
-    pool = pool_for(settings)
+    pool = port.pool(settings)
     mode: Mode = "sequential" if sequential else "concurrent"
     try:
-        await run_to_end(pool, recs, mode=mode, timeout_s=settings.timeout_s)
+        await run_to_end(pool, recs, mode=mode, timeout_s=settings.timeout_s)  # type: ignore[arg-type]
     finally:
         await pool.aclose()
     return recs
 
 
-async def resolve_model(settings: Settings) -> tuple[str, str | None]:
+async def resolve_model(settings: Settings, port: Port = LIVE) -> tuple[str, str | None]:
     """(model name, server version): the configured model or the server's first one."""
-    info = await aserver_info(settings.base_url, settings.api_key_value())
+    info = await port.info(settings.base_url, settings.api_key_value())
     return pick_model(settings.model, info), info.version

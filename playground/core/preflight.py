@@ -8,11 +8,15 @@ the check is skipped and the server's own 400 -- shown with its parameter name -
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 from playground.core.request import build_messages
 from playground.errors import ValidationFailed
 from playground.server.http import atokenize_count
 from playground.specs.presets import Variant
 
+TokenCount = Callable[[str, str, dict[str, Any]], Awaitable[int | None]]
 MAX_PROMPT_CHARS = 200_000  # pasted or uploaded text; far above any context this tool serves
 
 
@@ -55,9 +59,10 @@ def check_fits(variant: Variant, prompt: str, max_model_len: int | None,
 
 
 async def preflight(base_url: str, api_key: str, model: str, max_model_len: int | None,
-                    variant: Variant, prompt: str) -> None:
+                    variant: Variant, prompt: str, *,
+                    token_count: TokenCount = atokenize_count) -> None:
     """One variant against the server's context (the prompt itself: check_prompt, once)."""
     check_fits(variant, prompt, max_model_len, None)  # max_tokens alone, without a request
     if max_model_len:
-        tokens = await atokenize_count(base_url, api_key, tokenize_body(model, variant, prompt))
+        tokens = await token_count(base_url, api_key, tokenize_body(model, variant, prompt))
         check_fits(variant, prompt, max_model_len, tokens)

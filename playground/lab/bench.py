@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from playground.core import request
-from playground.core.compare import pool_for, resolve_model
+from playground.core.compare import resolve_model
+from playground.core.port import LIVE, Port
 from playground.core.record import RequestRecord, ScoreInfo
 from playground.core.runner import Recording, new_recording, run_many
 from playground.core.scoring import score
@@ -25,7 +26,6 @@ from playground.lab.plan import Trial, plan
 from playground.lab.store import RunFile, RunMeta, RunStore
 from playground.server.embedded import has_gpu_vllm, server_config
 from playground.server.environment import environment
-from playground.server.floor import server_floor
 from playground.server.managed import ManagedServer, free_port, load_server_presets
 from playground.settings import Settings
 from playground.specs.experiments import Experiment, load_dataset
@@ -55,8 +55,9 @@ def trial_record(trial: Trial, rec: Recording, gold: dict[str, Any] | None) -> R
                             server_preset=rec.variant.server)
 
 
-async def run_meta(settings: Settings, exp: Experiment, model: str) -> RunMeta:
-    env = await environment(settings.base_url, settings.api_key_value())
+async def run_meta(settings: Settings, exp: Experiment, model: str, port: Port = LIVE
+                   ) -> RunMeta:
+    env = await environment(settings.base_url, settings.api_key_value(), info_fn=port.info)
     m = env["machine"]
     return RunMeta(experiment=exp, model=model, base_url=settings.base_url,
                    vllm_version=env["vllm_version"], demo_model=env["demo_model"],
@@ -99,10 +100,10 @@ async def start_variant_servers(settings: Settings, exp: Experiment
 
 
 async def run_experiment(settings: Settings, exp: Experiment, *, run_file: RunFile | None = None,
-                         ) -> AsyncIterator[BenchEvent]:
+                         port: Port = LIVE) -> AsyncIterator[BenchEvent]:
     servers = await start_variant_servers(settings, exp)
     try:
-        async for ev in _run(settings, exp, servers, run_file):
+        async for ev in _run(settings, exp, servers, run_file, port):
             yield ev
     finally:
         for server in servers.values():
@@ -110,11 +111,11 @@ async def run_experiment(settings: Settings, exp: Experiment, *, run_file: RunFi
 
 
 async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedServer],
-               run_file: RunFile | None) -> AsyncIterator[BenchEvent]:
+               run_file: RunFile | None, port: Port) -> AsyncIterator[BenchEvent]:
     first = exp.variants[0]
     first_url = servers[first.server].config.base_url if first.server else first.base_url
     target = settings.model_copy(update={"base_url": first_url}) if first_url else settings
-    model, _ = await resolve_model(target)
+    model, _ = await resolve_model(target, port)
     rows = load_dataset(settings.presets_dir, exp.dataset, exp.examples)
     run_id = uuid.uuid4().hex[:8]
     trials = plan(exp, len(rows), run_id)
@@ -127,11 +128,10 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
         recs.append(new_recording(v, req, url or settings.base_url))
     index = {id(r): i for i, r in enumerate(recs)}
     run_file = run_file or RunStore(settings.runs_dir).new_run("bench")
-    meta = await run_meta(target, exp, model)
+    meta = await run_meta(target, exp, model, port)
     meta.servers = {name: {"base_url": s.config.base_url, "command": s.command()}
                     for name, s in servers.items()}
-    meta.floor_ms = await asyncio.to_thread(server_floor, settings, target.base_url,
-                                            settings.api_key_value())
+    meta.floor_ms = await port.floor_ms(settings, target.base_url, settings.api_key_value())
     run_file.append(meta)
     n_warm = sum(t.phase == "warmup" for t in trials)
     yield BenchEvent("started", total=len(trials), path=run_file.path, meta=meta)
@@ -149,7 +149,7 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
         failed += rec.error is not None and t.phase == "timed"
         queue.put_nowait(BenchEvent("request", done, len(trials), record, failed))
 
-    pool = pool_for(settings)
+    pool = port.pool(settings)
 
     load = BackgroundLoad(pool, first_url or settings.base_url, model, exp.background,
                           settings.timeout_s)

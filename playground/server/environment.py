@@ -9,20 +9,24 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from playground.errors import PlaygroundError
 from playground.server import machine
 from playground.server.demo_model import is_demo_dir
-from playground.server.http import aserver_info
+from playground.server.http import ServerInfo, aserver_info
+
+InfoFn = Callable[[str, str | None], Awaitable[ServerInfo]]
 
 
-async def environment(base_url: str, api_key: str | None) -> dict[str, Any]:
+async def environment(base_url: str, api_key: str | None, *, info_fn: InfoFn = aserver_info
+                      ) -> dict[str, Any]:
     described = await asyncio.to_thread(machine.describe)  # runs nvidia-smi: not on the loop
     env: dict[str, Any] = {"base_url": base_url, "machine": described,
                            "measured_at": time.strftime("%Y-%m-%d %H:%M %Z")}
     try:
-        info = await aserver_info(base_url, api_key)
+        info = await info_fn(base_url, api_key)
     except PlaygroundError as e:
         return {**env, "vllm_version": None, "models": [], "demo_model": None,
                 "server_error": str(e)}

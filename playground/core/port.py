@@ -1,0 +1,63 @@
+"""The seam between the measuring code and a server: what compare, bench, claims and the board
+need of one (its facts, a prompt's token count, a pool of chat backends, the physical floor).
+
+`LIVE` is the real thing (server/http, core/client over the openai SDK). Tests pass a scripted
+port to get fast, deterministic runs of the same code paths; the real-server tests stay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+from playground.core.client import ClientPool, Clock, Event
+from playground.core.request import ChatRequest
+from playground.server.floor import server_floor
+from playground.server.http import ServerInfo, aserver_info, atokenize_count
+from playground.settings import Settings
+
+
+class ChatBackend(Protocol):
+    def events(self, req: ChatRequest, clock: Clock) -> AsyncIterator[Event]: ...
+
+
+class Pool(Protocol):
+    def get(self, base_url: str) -> ChatBackend: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Port(Protocol):
+    async def info(self, base_url: str, api_key: str | None) -> ServerInfo: ...
+
+    async def token_count(self, base_url: str, api_key: str, body: dict[str, Any]
+                          ) -> int | None: ...
+
+    def pool(self, settings: Settings, api_key: str | None = None) -> Pool: ...
+
+    async def floor_ms(self, settings: Settings, base_url: str, api_key: str
+                       ) -> float | None: ...
+
+
+class Live:
+    """A real server over HTTP."""
+
+    async def info(self, base_url: str, api_key: str | None) -> ServerInfo:
+        return await aserver_info(base_url, api_key)
+
+    async def token_count(self, base_url: str, api_key: str, body: dict[str, Any]
+                          ) -> int | None:
+        return await atokenize_count(base_url, api_key, body)
+
+    def pool(self, settings: Settings, api_key: str | None = None) -> Pool:
+        return ClientPool(api_key or settings.api_key_value(),
+                          connect_timeout_s=settings.connect_timeout_s,
+                          read_timeout_s=settings.read_timeout_s, timeout_s=settings.timeout_s)
+
+    async def floor_ms(self, settings: Settings, base_url: str, api_key: str
+                       ) -> float | None:
+        return await asyncio.to_thread(server_floor, settings, base_url, api_key)
+
+
+LIVE: Port = Live()
