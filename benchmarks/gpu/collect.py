@@ -134,7 +134,6 @@ def main() -> int:
     (out / "environment.json").write_text(json.dumps(env, indent=1), "utf-8")
     (out / "steps.json").write_text(json.dumps(steps, indent=1), "utf-8")
 
-    copied: dict[str, Path] = {}
     for d in dirs:
         for src, dst in (("claims/claims.json", "claims.json"), ("claims/claims.md", "claims.md"),
                          ("fidelity-c1.json", "fidelity-c1.json"),
@@ -148,7 +147,6 @@ def main() -> int:
                          ("claims-chunked-prefill/claims.md", "claims-chunked-prefill.md")):
             if (d / src).exists():
                 shutil.copyfile(d / src, out / dst)
-                copied[dst] = out / dst
         for name in ("grid", "seed-vs-optimized"):
             res = load(d / name / "results.json")
             if res:

@@ -9,14 +9,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from playground.claims.api_checks import run_api_checks
 from playground.claims.run import ClaimResult, run_claim
 from playground.core.compare import resolve_model
 from playground.core.port import LIVE, Port
-from playground.outputs.files import PlotlyJs, write_board_files
 from playground.server.environment import environment
 from playground.settings import Settings
 from playground.specs.claims import Claim
@@ -78,9 +76,3 @@ async def run_board(settings: Settings, claims: Sequence[Claim], library: Preset
              "options": {"with_servers": with_servers, "examples": examples,
                          "repetitions": repetitions}}
     yield BoardEvent("finished", index=total, total=total, board=board)
-
-
-def write_board(board: dict[str, Any], out_dir: Path, *, plotlyjs: PlotlyJs = "inline"
-                ) -> dict[str, Path]:
-    """claims.json, claims.md and claims-report.html (plotly.js inline by default)."""
-    return write_board_files(board, out_dir, plotlyjs=plotlyjs)

@@ -6,9 +6,10 @@ import asyncio
 import sys
 from pathlib import Path
 
-from playground.claims.board import run_board, write_board
+from playground.claims.board import run_board
 from playground.errors import ValidationFailed
 from playground.outputs.board_view import BOARD_HEADERS, board_rows
+from playground.outputs.files import write_board_files as write_board
 from playground.outputs.tables import as_dicts, text_table
 from playground.settings import Settings
 from playground.specs.claims import load_claims

@@ -10,8 +10,9 @@ from typing import Any
 
 import gradio as gr
 
-from playground.claims.board import run_board, write_board
+from playground.claims.board import run_board
 from playground.outputs.board_view import BOARD_HEADERS, board_rows
+from playground.outputs.files import write_board_files as write_board
 from playground.outputs.report_figures import claim_figure, verdict_figure
 from playground.specs.claims import load_claims
 from playground.ui.context import UIContext
