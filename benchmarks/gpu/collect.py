@@ -26,10 +26,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from playground.claims.board import refamily  # noqa: E402
 from playground.lab.store import Run, RunMeta, parse_line  # noqa: E402
 from playground.lab.summary import summarize_run  # noqa: E402
 from playground.outputs import html  # noqa: E402
-from playground.outputs.board_view import BOARD_HEADERS, board_rows  # noqa: E402
+from playground.outputs.board_view import BOARD_HEADERS, board_rows, markdown  # noqa: E402
 from playground.outputs.tables import (  # noqa: E402
     GRID_HEADERS,
     SUMMARY_HEADERS,
@@ -103,6 +104,24 @@ def render_reports(out: Path, tmp: Path) -> list[Path]:
     return pngs
 
 
+def merge_boards(out: Path) -> None:
+    """One board: the server A/B claims (their own runs) take the place of the main board's
+    "not run" rows, and Holm is applied over all the checks the merged board shows."""
+    board = load(out / "claims.json")
+    if not board:
+        return
+    found: dict[str, Any] = {}
+    for ab in ("eager", "chunked-prefill"):
+        b = load(out / f"claims-{ab}.json")
+        if b:
+            found.update({c["id"]: c for c in b["claims"] if c["status"] == "done"})
+    claims = [{**found[c["id"]], "title": found[c["id"]]["title"] + " (server A/B run)"}
+              if c["status"] != "done" and c["id"] in found else c for c in board["claims"]]
+    merged = refamily({**board, "claims": claims})
+    (out / "claims.json").write_text(json.dumps(merged, indent=1), "utf-8")
+    (out / "claims.md").write_text(markdown(merged), "utf-8")
+
+
 def slim(results: dict[str, Any]) -> dict[str, Any]:
     """A bench results.json without the raw per-token timestamps (requests.csv has them
     per request); the summary is kept whole."""
@@ -122,7 +141,7 @@ def main() -> int:
     dirs = [unpack(x, tmp) for x in a.inputs]
 
     env: dict[str, Any] = {}
-    steps: dict[str, Any] = {}
+    steps: dict[str, Any] = load(out / "steps.json") or {}  # earlier runs' steps stay
     for d in dirs:
         for f in d.glob("*-environment.json"):
             env = env or load(f)
@@ -157,6 +176,7 @@ def main() -> int:
             rec = load(d / "recording.json")
             RECORDING.write_text(json.dumps(rec, indent=1) + "\n", "utf-8")
 
+    merge_boards(out)
     pngs = render_reports(out, tmp)
 
     (out / "README.md").write_text(summary_md(out, env, steps, pngs), "utf-8")
@@ -191,18 +211,11 @@ def sections(out: Path, env: dict[str, Any], steps: dict[str, Any], pngs: list[P
         if data.get("wall_s") is not None:
             lines.append(f"| {phase} | **whole run** | | {data['wall_s']} |")
     runs, lines = lines, []
-    board = load(out / "claims.json")
-    abs_run = {}
-    for ab in ("eager", "chunked-prefill"):
-        b = load(out / f"claims-{ab}.json")
-        if b:
-            abs_run.update({c["id"]: c for c in b["claims"] if c["status"] == "done"})
+    board = load(out / "claims.json")  # merged with the server A/Bs (merge_boards)
     if board:
-        board = {**board, "claims": [
-            {**abs_run[c["id"]], "title": abs_run[c["id"]]["title"] + " (server A/B run)"}
-            if c["status"] != "done" and c["id"] in abs_run else c for c in board["claims"]]}
         lines += ["", "## Claims board", "", md_table(BOARD_HEADERS, board_rows(board)), "",
-                  "Rows marked \"server A/B run\" come from the second command: two managed "
+                  "Rows marked \"server A/B run\" come from the second command (one Holm family "
+                  "with the rest of the board): two managed "
                   "servers (vLLM's default vs the flag), started one after another on the one "
                   "GPU, `--gpu-memory-utilization 0.3` each; their evidence: "
                   "[claims-eager.md](claims-eager.md), "

@@ -92,6 +92,15 @@ def pack(out: Path, results: list[dict]) -> None:
         tmp.replace(ARCHIVE)
 
 
+def keep_runs(src: Path, dst: Path, out: Path, results: list[dict]) -> None:
+    """The claims' raw per-request run files travel back with the board (small: JSONL)."""
+    if src.is_dir():
+        dst.mkdir(parents=True, exist_ok=True)
+        for f in src.glob("*.jsonl"):
+            (dst / f.name).write_bytes(f.read_bytes())
+        pack(out, results)
+
+
 def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "playground.cli", *args]
 
@@ -117,8 +126,11 @@ def sweep_summary(run_dir: Path, concurrency: int) -> dict:
 def one_server(out: Path) -> list[dict]:
     results: list[dict] = []
     config = cpu_demo_config(MODEL, port=PORT)  # CUDA graphs on: no --enforce-eager
+    # vLLM 0.26's V2 model runner rejects thinking_token_budget (the thinking claim's fixed
+    # reasoning length): the V1 runner serves the whole board, and the note says so
+    os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "0"
     server = ManagedServer(config, out / "logs" / "vllm.log", python=sys.executable)
-    note = " ".join(server.command()[3:])
+    note = "VLLM_USE_V2_MODEL_RUNNER=0 " + " ".join(server.command()[3:])
     url = config.base_url
     t0 = time.time()
     server.start()
@@ -132,6 +144,7 @@ def one_server(out: Path) -> list[dict]:
         env = {"PLAYGROUND_RUNS_DIR": str(runs)}
         step("claims", cli("claims", "--base-url", url, "--out", str(out / "claims"),
                            "--server-note", note), out, results, 240, env)
+        keep_runs(runs / "claims", out / "claims" / "runs", out, results)
         step("seed-vs-optimized", cli("bench", "seed-vs-optimized", "--base-url", url,
                                       "--out", str(out / "seed-vs-optimized"),
                                       "--slo-ttft-ms", "200", "--slo-e2e-ms", "1000"),
@@ -189,6 +202,7 @@ def server_ab(out: Path, budget_s: float) -> list[dict]:
                                    "started one after another, each "
                                    "--gpu-memory-utilization 0.3"),
              out, results, int(left), env)
+    keep_runs(Path("/tmp/h200-ab-runs") / "claims", out / "claims-ab-runs", out, results)
     return results
 
 

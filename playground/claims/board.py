@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from playground.claims.api_checks import run_api_checks
 from playground.claims.run import ClaimResult, run_claim
+from playground.claims.verdicts import (
+    HOLM_POLICY,
+    adjust,
+    check_from_dict,
+    judged_p,
+    primary_verdict,
+)
 from playground.core.compare import resolve_model
 from playground.core.port import LIVE, Port
 from playground.server.environment import environment
@@ -21,7 +28,7 @@ from playground.specs.claims import Claim
 from playground.specs.presets import PresetLibrary
 
 FORMAT = "qwen-latency-lab/claims-board"
-VERSION = 1
+VERSION = 2  # 2: permutation test + Holm, magnitude, demo-model honesty, model per claim
 
 
 @dataclass
@@ -42,6 +49,35 @@ async def board_environment(settings: Settings, server_note: str = "", port: Por
     return {**env, "server_flags": server_note or None}
 
 
+def apply_holm(results: Sequence[ClaimResult]) -> int:
+    """Re-decide every judged check of the board with Holm over all of them (in place);
+    returns the family's size."""
+    flat = [(r, i) for r in results if r.status == "done" for i in range(len(r.checks))]
+    adjusted = adjust([r.checks[i] for r, i in flat])
+    for (r, i), checked in zip(flat, adjusted, strict=True):
+        r.checks[i] = checked
+    for r in results:
+        if r.status == "done":
+            r.verdict = primary_verdict(r.checks)
+    return sum(judged_p(c) is not None for c in adjusted)
+
+
+def refamily(board: dict[str, Any]) -> dict[str, Any]:
+    """A board document (one run, or rows merged from several) re-decided with Holm over all
+    of its judged checks: the family is what the document shows."""
+    claims = [dict(c, checks=list(c["checks"])) for c in board["claims"]]
+    flat = [(c, i) for c in claims if c["status"] == "done" for i in range(len(c["checks"]))]
+    adjusted = adjust([check_from_dict(c["checks"][i]) for c, i in flat])
+    for (c, i), checked in zip(flat, adjusted, strict=True):
+        c["checks"][i] = asdict(checked)
+    for c in claims:
+        if c["status"] == "done":
+            c["verdict"] = primary_verdict([check_from_dict(x) for x in c["checks"]])
+    family = sum(judged_p(x) is not None for x in adjusted)
+    return {**board, "claims": claims, "policy": {"family_wise": HOLM_POLICY, "alpha": 0.05,
+                                                  "family_size": family}}
+
+
 async def run_board(settings: Settings, claims: Sequence[Claim], library: PresetLibrary, *,
                     with_servers: bool = False, api_checks: bool = True,
                     examples: int | None = None, repetitions: int | None = None,
@@ -53,7 +89,8 @@ async def run_board(settings: Settings, claims: Sequence[Claim], library: Preset
     for i, claim in enumerate(claims):
         yield BoardEvent("claim-started", claim.id, i, total)
         async for ev in run_claim(settings, claim, library, with_servers=with_servers,
-                                  examples=examples, repetitions=repetitions, port=port):
+                                  examples=examples, repetitions=repetitions, port=port,
+                                  thinking_model=not env.get("real_small_model")):
             if ev.kind == "progress":
                 yield BoardEvent("progress", claim.id, i, total, ev.done, ev.total)
             elif ev.result is not None:
@@ -71,8 +108,10 @@ async def run_board(settings: Settings, claims: Sequence[Claim], library: Preset
             checks = [{"id": "api-checks", "article": "", "statement": "API checks",
                        "outcome": "could not check", "evidence": str(e), "instead": ""}]
         yield BoardEvent("api-checks", total=total)
+    family = apply_holm(results)
     board = {"format": FORMAT, "version": VERSION, "environment": env,
              "claims": [r.as_dict() for r in results], "api_checks": checks,
              "options": {"with_servers": with_servers, "examples": examples,
-                         "repetitions": repetitions}}
+                         "repetitions": repetitions},
+             "policy": {"family_wise": HOLM_POLICY, "alpha": 0.05, "family_size": family}}
     yield BoardEvent("finished", index=total, total=total, board=board)

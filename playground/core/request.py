@@ -6,6 +6,9 @@ What each toggle becomes on the wire (checked against the vLLM 0.26 and 0.32 sou
 - temperature/top_p/seed -> native kwargs; top_k, ignore_eos, min_tokens -> extra_body
 - max_tokens      -> always sent (omitted, vLLM allows max_model_len - prompt tokens)
 - guided_json     -> response_format {"type": "json_schema", "json_schema": {name, schema}}
+- thinking_budget -> extra_body.thinking_token_budget (vLLM forces </think> after N tokens)
+- think_prefill   -> a final assistant turn "<think>\n" + continue_final_message, no
+                     generation prompt: the answer starts inside the think block
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from playground.specs.presets import Variant
+
+THINK_PREFILL = "<think>\n"
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,8 @@ def build_messages(variant: Variant, prompt: str, nonce: str | None = None
         # matches from the first token, so the nonce must precede the system prompt.
         first = messages[0]
         messages[0] = {**first, "content": f"[{nonce}]\n{first['content']}"}
+    if variant.think_prefill:
+        messages.append({"role": "assistant", "content": THINK_PREFILL})
     return messages
 
 
@@ -80,6 +87,11 @@ def build(variant: Variant, prompt: str, model: str, *, nonce: str | None = None
         extra["ignore_eos"] = True
     if variant.min_tokens is not None:
         extra["min_tokens"] = variant.min_tokens
+    if variant.thinking_budget is not None:
+        extra["thinking_token_budget"] = variant.thinking_budget
+    if variant.think_prefill:
+        extra["continue_final_message"] = True
+        extra["add_generation_prompt"] = False
     return ChatRequest(variant=variant.name, kwargs=kwargs, extra_body=extra)
 
 

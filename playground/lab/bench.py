@@ -24,7 +24,7 @@ from playground.errors import ValidationFailed
 from playground.lab.background import BackgroundLoad
 from playground.lab.plan import Trial, plan
 from playground.lab.store import RunFile, RunMeta, RunStore
-from playground.server.embedded import has_gpu_vllm, server_config
+from playground.server.embedded import has_gpu_vllm, preset_config
 from playground.server.environment import environment
 from playground.server.managed import ManagedServer, free_port, load_server_presets
 from playground.settings import Settings
@@ -44,11 +44,14 @@ class BenchEvent:
     meta: RunMeta | None = None
 
 
-def trial_record(trial: Trial, rec: Recording, gold: dict[str, Any] | None) -> RequestRecord:
-    """The stored record of one trial, scored when there is something to score."""
+def trial_record(trial: Trial, rec: Recording, gold: dict[str, Any] | None,
+                 schema: dict[str, Any] | None = None) -> RequestRecord:
+    """The stored record of one trial, scored when there is something to score. `schema`: the
+    experiment's schema, so that free generation is scored against the same one as guided."""
     info = None
-    if (rec.error is None and rec.content and gold is not None) or rec.variant.guided_json:
-        schema = rec.variant.guided_json.json_schema if rec.variant.guided_json else None
+    if rec.variant.guided_json:
+        schema = rec.variant.guided_json.json_schema
+    if rec.error is None and (gold is not None or schema is not None):
         info = ScoreInfo.of(score(rec.content, schema, gold))
     return RequestRecord.of(rec, trial=trial.index, phase=trial.phase, example=trial.example,
                             repetition=trial.repetition, score=info,
@@ -84,7 +87,7 @@ async def start_variant_servers(settings: Settings, exp: Experiment
     try:
         for name in names:
             port = free_port()
-            config = presets[name].apply(server_config(settings, port)[0])
+            config = preset_config(settings, port, presets[name])[0]
             server = ManagedServer(config, settings.cache_dir / "logs" / f"bench-{name}.log",
                                    python=settings.server_python())
             server.start()
@@ -120,6 +123,7 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
     run_id = uuid.uuid4().hex[:8]
     trials = plan(exp, len(rows), run_id)
     by_name = {v.name: v for v in exp.variants}
+    schema = next((v.guided_json.json_schema for v in exp.variants if v.guided_json), None)
     recs = []
     for t in trials:
         v = by_name[t.variant]
@@ -143,7 +147,7 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
     def on_done(rec: Recording) -> None:
         nonlocal failed, done
         t = trials[index[id(rec)]]
-        record = trial_record(t, rec, rows[t.example].get("gold"))
+        record = trial_record(t, rec, rows[t.example].get("gold"), schema)
         run_file.append(record)  # written as it finishes
         done += 1
         failed += rec.error is not None and t.phase == "timed"

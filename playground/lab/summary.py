@@ -15,7 +15,8 @@ from typing import Any
 from playground.core.metrics import residual_ms, server_parts
 from playground.core.record import RequestRecord, by_variant, failed, values
 from playground.lab import insight
-from playground.lab.stats import Call, Effect, call, compare, median, summarize
+from playground.lab.calls import Call, Effect, call, compare, holm, too_few_text
+from playground.lab.stats import median, summarize
 from playground.lab.store import Run
 from playground.outputs import files
 from playground.outputs.fmt import METRIC_LABELS
@@ -57,30 +58,47 @@ def variant_summary(rows: Sequence[RequestRecord]) -> dict[str, Any]:
     }
 
 
-def verdict_text(label: str, names: tuple[str, str], effect: Effect, decided: Call) -> str:
-    """One benchmark comparison in words (variant vs baseline), from lab/stats' call."""
+def verdict_text(label: str, names: tuple[str, str], effect: Effect, decided: Call,
+                 p_adjusted: float | None = None) -> str:
+    """One benchmark comparison in words (variant vs baseline), from lab/calls' rule."""
     base, other = names
     if decided == "not measurable":
         return f"{label}: not enough data (n={effect.n_baseline} vs {effect.n_variant})"
-    assert effect.diff is not None and effect.diff_ci is not None
-    lo, hi = effect.diff_ci
+    assert effect.diff is not None and effect.p_value is not None
+    if decided == "too few samples":
+        return f"{label}: {too_few_text(effect)}"
+    ci = ""
+    if effect.change_ci is not None:
+        ci = f"95% CI {effect.change_ci[0]:+.0f}% to {effect.change_ci[1]:+.0f}%, "
+    p = f"p={effect.p_value:.3g}" + ("" if p_adjusted is None or p_adjusted == effect.p_value
+                                     else f", Holm-adjusted {p_adjusted:.3g}")
+    change = "" if effect.change is None else f" ({effect.change:+.0f}%)"
     if decided == "none":
         return (f"{label}: no detectable difference between {other} and {base} "
-                f"(median diff {effect.diff:+.0f} ms, 95% CI {lo:+.0f} to {hi:+.0f})")
-    a, b = sorted((abs(lo), abs(hi)))
+                f"(median diff {effect.diff:+.0f} ms{change}; {ci}{p})")
     times = f", {effect.ratio:.2f}x" if effect.ratio is not None else ""
     word = "faster" if decided == "lower" else "slower"
-    return (f"{label}: {other} is {abs(effect.diff):.0f} ms {word} than {base} "
-            f"(95% CI {a:.0f}-{b:.0f} ms{times})")
+    return (f"{label}: {other} is {abs(effect.diff):.0f} ms{change} {word} than {base} "
+            f"({ci}{p}{times})")
 
 
 def comparison(metric: str, base: str, name: str, b: Sequence[RequestRecord],
-               v: Sequence[RequestRecord]) -> dict[str, Any]:
-    effect = compare(values(b, metric), values(v, metric))
-    decided = call(effect)
-    return {"metric": metric, "baseline": base, "variant": name, "effect": asdict(effect),
-            "call": decided,
-            "verdict": verdict_text(METRIC_LABELS[metric], (base, name), effect, decided)}
+               v: Sequence[RequestRecord]) -> tuple[str, str, str, Effect]:
+    return metric, base, name, compare(values(b, metric), values(v, metric))
+
+
+def decide(found: Sequence[tuple[str, str, str, Effect]]) -> list[dict[str, Any]]:
+    """A run's comparisons as one family: each decided on its Holm-adjusted p-value."""
+    adjusted = holm([e.p_value if call(e) not in ("not measurable", "too few samples")
+                     else None for *_, e in found])
+    out = []
+    for (metric, base, name, e), p_adj in zip(found, adjusted, strict=True):
+        decided = call(e, p_adj)
+        out.append({"metric": metric, "baseline": base, "variant": name,
+                    "effect": asdict(e), "call": decided, "p_adjusted": p_adj,
+                    "verdict": verdict_text(METRIC_LABELS[metric], (base, name), e, decided,
+                                            p_adj)})
+    return out
 
 
 def summarize_run(run: Run, *, ttft_slo_ms: float | None = None,
@@ -91,14 +109,15 @@ def summarize_run(run: Run, *, ttft_slo_ms: float | None = None,
     names = [v.name for v in exp.variants] if exp else list(groups)
     baseline = exp.baseline_name if exp else (names[0] if names else None)
     by = {n: groups.get(n, []) for n in names}
-    comparisons = []
+    found = []
     for n in names:
         if baseline is None or n == baseline:
             continue
         for m in COMPARED:
             if m == "ttft_ms" and not (values(by[baseline], m) and values(by[n], m)):
                 continue  # TTFT is not observable for a non-streaming side
-            comparisons.append(comparison(m, baseline, n, by[baseline], by[n]))
+            found.append(comparison(m, baseline, n, by[baseline], by[n]))
+    comparisons = decide(found)
     return {"meta": run.meta.model_dump(mode="json"), "baseline": baseline,
             "variants": {n: variant_summary(rows) for n, rows in by.items()},
             "comparisons": comparisons, "n_requests": len(timed),

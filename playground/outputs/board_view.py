@@ -13,19 +13,42 @@ from playground.outputs.fmt import DEMO_NOTICE
 from playground.outputs.report_figures import primary_check
 
 BOARD_HEADERS = ["claim", "article", "article's number", "ours (median, 95% CI)", "verdict",
-                 "other checks"]
+                 "size vs the article", "ran on", "other checks"]
 
 
 def _ours(x: dict[str, Any] | None) -> str:
-    if x is None or x["change"] is None:
+    if x is None or x["change"] is None or x["verdict"] == "not measurable on the demo model":
         return "-"
-    lo, hi = x["change_ci"]
-    unit = x["unit"]
-    if unit == "pp":
+    ci = "" if x["change_ci"] is None else (
+        f" [{x['change_ci'][0]:+.0f}, {x['change_ci'][1]:+.0f}]")
+    if x["unit"] == "pp":
         return (f"{x['baseline_value']:.0f}% -> {x['variant_value']:.0f}% "
-                f"({x['change']:+.0f} pp [{lo:+.0f}, {hi:+.0f}])")
+                f"({x['change']:+.0f} pp{ci})")
     return (f"{x['baseline_value']:,.0f} -> {x['variant_value']:,.0f} ms "
-            f"({x['change']:+.0f}% [{lo:+.0f}, {hi:+.0f}])")
+            f"({x['change']:+.0f}%{ci})")
+
+
+def _size(x: dict[str, Any] | None) -> str:
+    """The magnitude next to the article's number, or why there is none."""
+    if x is None:
+        return ""
+    if x.get("reason") and x["verdict"] != "no detectable difference":
+        return x["reason"]
+    size = x.get("magnitude") or ""
+    if x.get("ours_in_claim_unit") and x.get("claimed_in_unit"):
+        size += f": {x['ours_in_claim_unit']} vs {x['claimed_in_unit']} claimed"
+    return size
+
+
+def ran_on(c: dict[str, Any]) -> str:
+    model = c.get("model") or "?"
+    return f"{model} (demo model, random weights)" if c.get("demo_model") else model
+
+
+def _other(x: dict[str, Any]) -> str:
+    if x["direction"] == "report" and x["verdict"] == "reported":
+        return f"{x['label']}: {_ours(x)}"
+    return f"{x['label']}: {x['verdict']}" + (f" ({_size(x)})" if _size(x) else "")
 
 
 def board_rows(board: dict[str, Any]) -> list[list[str]]:
@@ -35,12 +58,13 @@ def board_rows(board: dict[str, Any]) -> list[list[str]]:
         if c["status"] != "done":
             verdict = f"not run: {c['reason']}" if c["status"] == "skipped" else (
                 f"failed: {c['reason']}")
-            rows.append([c["title"], c["article"], p["claimed"] if p else "", "-", verdict, ""])
+            rows.append([c["title"], c["article"], p["claimed"] if p else "", "-", verdict,
+                         "", "", ""])
             continue
-        others = "; ".join(f"{x['label']}: {x['verdict']}" if x["direction"] != "report"
-                           else f"{x['label']}: {_ours(x)}" for x in c["checks"] if x is not p)
+        others = "; ".join(_other(x) for x in c["checks"] if x is not p)
         rows.append([c["title"], c["article"], p["claimed"] if p else "",
-                     f"{p['label']}: {_ours(p)}" if p else "-", c["verdict"], others])
+                     f"{p['label']}: {_ours(p)}" if p else "-", c["verdict"], _size(p),
+                     ran_on(c), others])
     return rows
 
 
@@ -54,6 +78,9 @@ def env_lines(board: dict[str, Any]) -> list[str]:
              f"{m['memory_gib']} GiB)", f"vLLM: {env.get('vllm_version') or '?'} at "
              f"{env['base_url']}", f"Model: {model}" + (f" -- {DEMO_NOTICE}" if demo else ""),
              f"Server flags: {flags}", f"Measured: {env['measured_at']}"]
+    policy = (board.get("policy") or {}).get("family_wise")
+    if policy:
+        lines.append(f"Verdicts: {policy} ({board['policy']['family_size']} judged checks)")
     return lines
 
 
@@ -61,13 +88,20 @@ METHOD = ("Each claim is an experiment: the article's 'before' and 'after' varia
           "interleaved (A B A B, rotated per example) with a cold prefix cache (a unique first "
           "line per request), after untimed warm-up requests. Times are client-side "
           "(docs/measurement.md): TTFT = first generated token, first visible character = TTFT "
-          "when streaming and E2E when not. We compare medians: the change is the median of "
-          "'after' relative to 'before', with a 95% bootstrap confidence interval. A claim is "
-          "confirmed when the change goes the claimed way and its CI excludes zero, refuted "
-          "when it goes the other way and its CI excludes zero, and otherwise there is no "
-          "detectable difference. Rates (valid JSON, accuracy) are compared in percentage "
-          "points. The article's own number is shown next to ours: it was measured on other "
-          "hardware and is context, not a target.")
+          "when streaming and E2E when not. Direction: a two-sided permutation test of the "
+          "medians (log scale; means for rates), exact when all splits can be enumerated; a "
+          "check is confirmed when the change goes the claimed way and its Holm-adjusted "
+          "p-value over all judged checks of the board is at most 0.05, refuted when it goes "
+          "the other way, and otherwise shows no detectable difference. When no data of the "
+          "sample's size could reach p <= 0.05 (2 vs 2, 3 vs 3, 4 vs 4 values) the verdict is "
+          "'too few samples'. Size: the change's 95% interval (the effects the same test does "
+          "not reject) in the article's unit -- %, ms per request, x, or percentage points -- "
+          "and whether the article's number lies inside it (consistent), above or below it "
+          "(smaller / larger than claimed). A claim without a number is judged on its "
+          "direction only. A check whose outcome the random-weight demo model decides "
+          "(accuracy, JSON validity of free text, lengths left to the model) is 'not "
+          "measurable on the demo model' with the reason. The article's numbers come from "
+          "other hardware: they are context, not a target.")
 
 
 def markdown(board: dict[str, Any]) -> str:
@@ -87,7 +121,9 @@ def markdown(board: dict[str, Any]) -> str:
     for c in board["claims"]:
         if c["status"] == "done":
             out += [f"### {c['title']}", "", f"> {c['quote']} ({c['article']})", "",
+                    f"- ran on: {ran_on(c)}",
                     *[f"- {x['verdict']}: {x['text']}" for x in c["checks"]],
+                    *([f"- {c['explanation']}"] if c.get("explanation") else []),
                     f"- {c['n_requests']} timed requests, {c['n_failed']} failed, "
                     f"{c['wall_s']:.0f} s", "", c["note"], ""]
     return "\n".join(out)

@@ -21,6 +21,7 @@ METRIC_LABELS = {
 
 VERDICT_COLORS = {"confirmed": "#2e7d32", "refuted": "#c62828",
                   "no detectable difference": "#6d6d6d", "not measurable": "#9e9e9e",
+                  "too few samples": "#9e9e9e", "not measurable on the demo model": "#9e9e9e",
                   "reported": "#1565c0", "not run": "#9e9e9e"}
 
 

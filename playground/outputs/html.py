@@ -97,7 +97,8 @@ def board(doc: dict[str, Any], *, plotlyjs: PlotlyJs = "inline") -> str:
     for c in doc["claims"]:
         if c["status"] == "done":
             fig = report_figures.claim_figure(c)
-            details.append({**c, "figure": div(fig) if fig else None})
+            details.append({**c, "figure": div(fig) if fig else None,
+                            "ran_on": board_view.ran_on(c)})
     return _env().get_template("board.html.j2").render(
         **_plotly(plotlyjs), title="Claims board",
         demo_notice=DEMO_NOTICE if doc["environment"].get("demo_model") else "",

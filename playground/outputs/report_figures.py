@@ -84,12 +84,14 @@ def verdict_figure(board: dict[str, Any]) -> go.Figure:
     names, ours, lo, hi, claimed, colors = [], [], [], [], [], []
     for c in board["claims"]:
         p = primary_check(c)
-        if c["status"] != "done" or p is None or p["change"] is None or p["unit"] != "%":
+        if (c["status"] != "done" or p is None or p["change"] is None or p["unit"] != "%"
+                or p["verdict"] == "not measurable on the demo model"):
             continue
         names.append(c["id"])
         ours.append(p["change"])
-        lo.append(p["change"] - p["change_ci"][0])
-        hi.append(p["change_ci"][1] - p["change"])
+        ci = p["change_ci"] or (p["change"], p["change"])  # too few samples: no interval
+        lo.append(p["change"] - ci[0])
+        hi.append(ci[1] - p["change"])
         claimed.append(p["claimed_change_pct"])
         colors.append(VERDICT_COLORS.get(c["verdict"], "#888"))
     data = [{"type": "bar", "orientation": "h", "name": "ours (95% CI)", "y": names, "x": ours,

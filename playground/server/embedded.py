@@ -1,9 +1,10 @@
 """The embedded default: use a vLLM server at the default URL, or start a managed one.
 
-The model for a managed server is, in order: PLAYGROUND_SERVE_MODEL (a path or hub id);
-Qwen/Qwen3-0.6B when it is cached or downloadable; otherwise the offline demo model, built
-locally (random weights), and callers are told so plainly (`EmbeddedServer.is_demo_model`;
-the wording is outputs/fmt.DEMO_NOTICE).
+The model for a managed server is, in order: PLAYGROUND_SERVE_MODEL (a path or hub id, or
+"real-small" for the second offline model, server/small_model); Qwen/Qwen3-0.6B when it is
+cached or downloadable; otherwise the offline demo model, built locally (random weights), and
+callers are told so plainly (`EmbeddedServer.is_demo_model`; the wording is
+outputs/fmt.DEMO_NOTICE).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from playground.errors import PlaygroundError, ServerStartError
-from playground.server import demo_model
+from playground.server import demo_model, small_model
 from playground.server.http import is_healthy, server_info
 from playground.server.managed import (
     ManagedServer,
@@ -68,6 +69,10 @@ def server_config(settings: Settings, port: int, model: str | None = None
     chosen = model or os.environ.get("PLAYGROUND_SERVE_MODEL")
     if chosen and demo_model.is_demo_dir(chosen):
         return cpu_demo_config(Path(chosen), port=port), True
+    if chosen == small_model.ALIAS or small_model.is_small_dir(chosen):
+        path = Path(chosen) if chosen != small_model.ALIAS else small_model.ensure(
+            settings.cache_dir / "real-small-smollm2")
+        return small_config(path, port), False
     found = Path(chosen) if chosen and Path(chosen).exists() else None
     if chosen and found is None:
         found = _real_model_dir() if chosen == DEFAULT_MODEL else None
@@ -84,6 +89,21 @@ def server_config(settings: Settings, port: int, model: str | None = None
     size = "0.6b" if has_gpu_vllm() else "tiny"
     demo_dir = demo_model.ensure(settings.cache_dir / f"demo-model-{size}", size)  # type: ignore[arg-type]
     return cpu_demo_config(demo_dir, port=port), True
+
+
+def small_config(path: Path, port: int) -> ServerConfig:
+    """SmolLM2-135M-Instruct (real weights): no reasoning parser -- it has no thinking mode."""
+    return ServerConfig(model=str(path), served_model_name=small_model.SERVED_NAME, port=port,
+                        reasoning_parser=None, structured_outputs_backend="xgrammar",
+                        disable_any_whitespace=True, per_request_metrics=True,
+                        max_model_len=4096, **_cpu_memory())
+
+
+def preset_config(settings: Settings, port: int, preset: ServerPreset,
+                  model: str | None = None) -> tuple[ServerConfig, bool]:
+    """A server preset on top of this machine's base config for its model (or `model`)."""
+    config, demo = server_config(settings, port, model or preset.model)
+    return preset.apply(config), demo
 
 
 def ensure_server(settings: Settings, *, log=print, preset: ServerPreset | None = None,
@@ -106,9 +126,8 @@ def ensure_server(settings: Settings, *, log=print, preset: ServerPreset | None 
             demo = False
         return EmbeddedServer(settings.base_url, None, demo)
     port = int(settings.base_url.rsplit(":", 1)[-1].split("/")[0])
-    config, demo = server_config(settings, port, model)
-    if preset is not None:
-        config = preset.apply(config)
+    config, demo = (preset_config(settings, port, preset, model) if preset is not None
+                    else server_config(settings, port, model))
     log_path = settings.cache_dir / "logs" / f"vllm-{port}.log"
     server = ManagedServer(config, log_path, python=settings.server_python())
     what = "the offline demo model" if demo else config.model

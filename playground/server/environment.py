@@ -16,6 +16,7 @@ from playground.errors import PlaygroundError
 from playground.server import machine
 from playground.server.demo_model import is_demo_dir
 from playground.server.http import ServerInfo, aserver_info
+from playground.server.small_model import is_small_dir
 
 InfoFn = Callable[[str, str | None], Awaitable[ServerInfo]]
 
@@ -29,9 +30,11 @@ async def environment(base_url: str, api_key: str | None, *, info_fn: InfoFn = a
         info = await info_fn(base_url, api_key)
     except PlaygroundError as e:
         return {**env, "vllm_version": None, "models": [], "demo_model": None,
-                "server_error": str(e)}
+                "real_small_model": None, "server_error": str(e)}
     return {**env, "vllm_version": info.version, "models": [m.id for m in info.models],
-            "demo_model": any(is_demo_dir(m.root) for m in info.models)}
+            "demo_model": any(is_demo_dir(m.root) for m in info.models),
+            # the second offline model (real weights, no thinking mode)
+            "real_small_model": any(is_small_dir(m.root) for m in info.models)}
 
 
 def recording_environment(env: dict[str, Any], note: str | None = None) -> dict[str, Any]:

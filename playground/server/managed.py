@@ -220,8 +220,16 @@ class ServerPreset(BaseModel):
     description: str = ""
     flags: dict[str, object] = {}
 
+    @property
+    def model(self) -> str | None:
+        """A model the preset serves (a path, hub id or "real-small"), chosen by the caller's
+        server_config rather than applied as a flag: it decides the whole base config."""
+        found = self.flags.get("model")
+        return str(found) if found is not None else None
+
     def apply(self, base: ServerConfig) -> ServerConfig:
         flags = dict(self.flags)
+        flags.pop("model", None)
         if base.cpu_kv_cache_gib is not None:
             # On the CPU backend the memory fraction is of system RAM: keep the base's setting
             flags.pop("gpu_memory_utilization", None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from playground.errors import PlaygroundError, PresetError
 from playground.specs.presets import first_error, load_yaml
@@ -18,8 +18,8 @@ RATES = {"json_valid": "valid JSON", "schema_valid": "schema-valid JSON",
          "field_accuracy": "field exact-match"}
 MetricName = Literal["ttft_ms", "ttfa_ms", "visible_wait_ms", "e2e_ms", "tpot_ms",
                      "batch_wall_ms", "json_valid", "schema_valid", "field_accuracy"]
-Verdict = Literal["confirmed", "refuted", "no detectable difference", "not measurable",
-                  "reported"]
+Verdict = Literal["confirmed", "refuted", "no detectable difference", "too few samples",
+                  "not measurable", "not measurable on the demo model", "reported"]
 
 
 class Check(BaseModel):
@@ -28,7 +28,29 @@ class Check(BaseModel):
     metric: MetricName
     direction: Literal["lower", "higher", "report"]  # what the article says the variant does
     claimed: str = ""  # the article's number, in its words
-    claimed_change_pct: float | None = None  # the same as a relative change (or pp for rates)
+    # The article's number as one value in its own unit (at most one of these):
+    claimed_change_pct: float | None = None  # relative change of medians in % (pp for rates)
+    claimed_diff_ms: float | None = None  # "costs ~15 ms": variant - baseline, ms per request
+    claimed_factor: float | None = None  # "2x": variant / baseline (0.4 = "2.5x faster")
+    claimed_before_after_ms: tuple[float, float] | None = None  # "1.8 s -> 0.3 s", judged
+    # as the relative change it implies (absolute times belong to the article's hardware)
+    # A TPOT difference times the variant's decoded tokens: the per-request cost of a
+    # per-token overhead (compared with claimed_diff_ms).
+    per_request: bool = False
+
+    @model_validator(mode="after")
+    def _one_number(self) -> Check:
+        given = [n for n in ("claimed_change_pct", "claimed_diff_ms", "claimed_factor",
+                             "claimed_before_after_ms") if getattr(self, n) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give the article's number once, not as {' and '.join(given)}")
+        if self.per_request and (self.metric != "tpot_ms" or self.claimed_diff_ms is None):
+            raise ValueError("per_request applies to tpot_ms with claimed_diff_ms")
+        if self.metric in RATES and (self.claimed_diff_ms is not None
+                                     or self.claimed_factor is not None):
+            raise ValueError("a rate's claimed number is claimed_change_pct (percentage "
+                             "points)")
+        return self
 
 
 class Claim(BaseModel):
@@ -44,6 +66,8 @@ class Claim(BaseModel):
     checks: list[Check] = Field(min_length=1)
     note: str = ""
     requires: Literal["langchain", "second-engine"] | None = None  # not runnable here
+    # A worked model of the result next to the verdict (claims/explain)
+    explain: Literal["thinking-cost"] | None = None
     experiment: dict[str, Any] | None = None
 
     def needs_servers(self) -> bool:

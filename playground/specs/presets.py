@@ -81,6 +81,12 @@ class Variant(BaseModel):
     max_tokens: int = Field(default=256, ge=1, le=131072)
     min_tokens: int | None = Field(default=None, ge=0)
     ignore_eos: bool = False
+    # vLLM's per-request reasoning budget (`thinking_token_budget`): after this many reasoning
+    # tokens the server forces `</think>` and the answer starts. Needs thinking on.
+    thinking_budget: int | None = Field(default=None, ge=1, le=131072)
+    # Start the answer with "<think>\n" (continue_final_message). vLLM's budget counts from that
+    # token; a trained Qwen3 writes it itself, the random-weight demo model never does.
+    think_prefill: bool = False
     prompt: PromptVariant = PromptVariant()
     guided_json: GuidedJson | None = None
     # A variant may target its own server: a URL, or a server preset (presets/servers/) that
@@ -100,6 +106,8 @@ class Variant(BaseModel):
     def _consistent(self) -> Variant:
         if self.base_url and self.server:
             raise ValueError("give either base_url or server (a server preset), not both")
+        if (self.thinking_budget is not None or self.think_prefill) and not self.thinking:
+            raise ValueError("thinking_budget and think_prefill need thinking: true")
         if self.min_tokens is not None and self.min_tokens > self.max_tokens:
             raise ValueError(f"min_tokens ({self.min_tokens}) must not exceed max_tokens "
                              f"({self.max_tokens})")

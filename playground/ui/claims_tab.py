@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 
 from playground.claims.board import run_board
-from playground.outputs.board_view import BOARD_HEADERS, board_rows
+from playground.outputs.board_view import BOARD_HEADERS, board_rows, ran_on
 from playground.outputs.files import write_board_files as write_board
 from playground.outputs.report_figures import claim_figure, verdict_figure
 from playground.specs.claims import load_claims
@@ -34,7 +34,7 @@ def _saved(ctx: UIContext) -> dict[str, Any] | None:
 
 
 def _pending_rows(claims: list[Any], done: dict[str, list[str]]) -> list[list[str]]:
-    return [done.get(c.id) or [c.title, c.article, c.checks[0].claimed, "-", "pending", ""]
+    return [done.get(c.id) or [c.title, c.article, c.checks[0].claimed, "-", "pending", "", "", ""]
             for c in claims]
 
 
@@ -46,8 +46,10 @@ def _api_rows(board: dict[str, Any]) -> list[list[str]]:
 def build(ctx: UIContext) -> None:
     claims, errors = load_claims(ctx.settings.presets_dir)
     gr.Markdown("Each claim of the seed articles, run as an experiment on **this** server: "
-                "the article's number next to ours (median, 95% CI) and a verdict -- "
-                "confirmed, refuted or no detectable difference.")
+                "the article's number next to ours (median, 95% CI), a verdict on the "
+                "direction -- confirmed, refuted, no detectable difference or too few samples "
+                "(permutation test, Holm over the board's checks) -- and the size next to the "
+                "article's number. Checks the random-weight demo model cannot answer say so.")
     if errors:
         gr.Markdown("⚠️ skipped claim files:\n" + "\n".join(f"- {e}" for e in errors))
     with gr.Row():
@@ -125,7 +127,9 @@ def build(ctx: UIContext) -> None:
             why = found["reason"] if found else "not run yet -- press Run all"
             return [f"{head}\n\n**{why}**", None]
         lines = "\n".join(f"- **{x['verdict']}**: {x['text']}" for x in found["checks"])
-        return [f"{head}\n\n{lines}\n\n{found['n_requests']} timed requests, "
-                f"{found['n_failed']} failed", claim_figure(found)]
+        extra = f"\n\n{found['explanation']}" if found.get("explanation") else ""
+        return [f"{head}\n\nRan on: {ran_on(found)}\n\n{lines}{extra}\n\n"
+                f"{found['n_requests']} timed requests, {found['n_failed']} failed",
+                claim_figure(found)]
 
     pick.change(show, [pick, state], [detail, detail_plot], api_name=False)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from playground.errors import PresetError
+from playground.lab.calls import call, compare
 from playground.lab.plan import plan
-from playground.lab.stats import call, compare
 from playground.lab.store import Run, RunMeta
 from playground.lab.summary import summarize_run, verdict_text, write_outputs
 from playground.settings import REPO_ROOT

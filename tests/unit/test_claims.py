@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from playground.claims.board import refamily
 from playground.claims.run import ClaimResult, claim_experiment
 from playground.claims.verdicts import judge
 from playground.outputs.board_view import board_rows, markdown
@@ -31,7 +32,8 @@ def test_clear_win_is_confirmed_with_our_magnitude_next_to_the_claim() -> None:
     assert r.verdict == "confirmed"
     assert r.change is not None and -55 < r.change < -45
     assert r.change_ci is not None and r.change_ci[1] < 0
-    assert "claimed: -50%" in r.text and "before -> after" in r.text
+    assert "-50% claimed" in r.text and "before -> after" in r.text
+    assert "confirmed in direction; consistent with the claim" in r.text
 
 
 def test_clear_loss_is_refuted() -> None:
@@ -157,3 +159,20 @@ def test_text_table_of_no_rows_is_the_header() -> None:
     """Was a crash (max() of nothing) when no claim file loaded."""
     out = text_table([], ["claim", "verdict"])
     assert out.splitlines()[0].split() == ["claim", "verdict"]
+
+
+def test_a_merged_board_is_one_holm_family() -> None:
+    board = synthetic_board()
+    rng = random.Random(4)
+    base = [rng.gauss(1000, 60) for _ in range(12)]
+    marginal = judge(LOWER, base, [x - 70 + rng.gauss(0, 60) for x in base])
+    extra = ClaimResult("greedy", "Greedy", "000", "q", "done", checks=[marginal] * 12,
+                        verdict=marginal.verdict, baseline="a", variant="b", n_requests=24,
+                        wall_s=1.0)
+    merged = refamily({**board, "claims": [*board["claims"], extra.as_dict()]})
+    assert merged["policy"]["family_size"] == 13 and "Holm" in merged["policy"]["family_wise"]
+    first = merged["claims"][0]["checks"][0]
+    assert first["verdict"] == "confirmed" and first["p_adjusted"] >= first["p_value"]
+    assert marginal.verdict == "confirmed"  # alone, p = 0.028
+    assert merged["claims"][2]["verdict"] == "no detectable difference"  # one of 13: not
+    assert "Verdicts: Holm-Bonferroni" in markdown(merged)
