@@ -164,7 +164,8 @@ def main() -> int:
                          ("claims-eager/claims.md", "claims-eager.md"),
                          ("claims-chunked-prefill/claims.json", "claims-chunked-prefill.json"),
                          ("claims-chunked-prefill/claims.md", "claims-chunked-prefill.md")):
-            if (d / src).exists():
+            if (d / src).exists() and not (src == "sweep.json" and load(d / src) == []):
+                # (a run that skipped the sweep writes an empty one)
                 shutil.copyfile(d / src, out / dst)
         for name in ("grid", "seed-vs-optimized"):
             res = load(d / name / "results.json")
@@ -172,6 +173,10 @@ def main() -> int:
                 (out / f"{name}.json").write_text(json.dumps(slim(res), indent=1), "utf-8")
                 if name == "seed-vs-optimized":
                     (out / f"{name}-full.json").write_text(json.dumps(res), "utf-8")
+        for runs, dst in (("claims/runs", "claims-runs"), ("claims-ab-runs", "claims-ab-runs")):
+            if (d / runs).is_dir():  # the claims' raw per-request run files
+                shutil.rmtree(out / dst, ignore_errors=True)
+                shutil.copytree(d / runs, out / dst)
         if (d / "recording.json").exists():
             rec = load(d / "recording.json")
             RECORDING.write_text(json.dumps(rec, indent=1) + "\n", "utf-8")
@@ -290,11 +295,12 @@ def readme_block(out: Path, env: dict[str, Any], steps: dict[str, Any]) -> str:
     body = [ln.replace("## ", "### ", 1) if ln.startswith("## ") else
             ln.replace("### ", "#### ", 1) if ln.startswith("### ") else ln
             for ln in parts["head"][2:] + parts["numbers"]]
-    body = [re.sub(r"\]\(([\w.-]+\.(?:md|html|png))\)", r"](docs/results/h200/\1)", ln)
-            for ln in body]
+    body = [re.sub(r"\]\(([\w.-]+\.(?:md|html|png))\)", r"](results/h200/\1)", ln)
+            for ln in body]  # docs/h200.md links into docs/results/h200/
     return "\n".join([*body, "", "Everything else (runs and wall times, the seed-vs-optimized "
-                      "and thinking x guided-JSON tables, phases, plots): "
-                      "[docs/results/h200/README.md](docs/results/h200/README.md)."])
+                      "and thinking x guided-JSON tables, phases, plots, the claims' raw "
+                      "per-request run files in claims-runs/): "
+                      "[docs/results/h200/README.md](results/h200/README.md)."])
 
 
 def update_readme(block: str) -> None:

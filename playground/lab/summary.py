@@ -118,7 +118,7 @@ def summarize_run(run: Run, *, ttft_slo_ms: float | None = None,
                 continue  # TTFT is not observable for a non-streaming side
             found.append(comparison(m, baseline, n, by[baseline], by[n]))
     comparisons = decide(found)
-    return {"meta": run.meta.model_dump(mode="json"), "baseline": baseline,
+    return {"meta": run.meta.model_dump(mode="json", by_alias=True), "baseline": baseline,
             "variants": {n: variant_summary(rows) for n, rows in by.items()},
             "comparisons": comparisons, "n_requests": len(timed),
             "n_failed": failed(timed),

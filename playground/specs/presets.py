@@ -32,7 +32,8 @@ class PromptVariant(BaseModel):
 class GuidedJson(BaseModel):
     """A JSON Schema the output must follow (sent as response_format json_schema)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # populate_by_name: documents dumped without aliases (older results.json) load too
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     name: str = "schema"
     json_schema: dict[str, Any] = Field(alias="schema")
 
