@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from playground.server import demo_model
-from playground.server.managed import ManagedServer, cpu_demo_config, free_port
+from playground.server.managed import ManagedServer, ServerConfig, cpu_demo_config, free_port
 from playground.settings import REPO_ROOT, Settings
 from tests.reliability import observed, pytest_runtest_makereport, pytest_sessionfinish
 
@@ -34,7 +34,12 @@ def vllm_server(demo_model_dir: Path) -> Iterator[str]:
         return
     config = cpu_demo_config(demo_model_dir, port=free_port(), enforce_eager=True,
                              max_model_len=2048)
-    server = ManagedServer(config, REPO_ROOT / ".cache" / "logs" / "test-vllm.log")
+    yield from serving(config, "test-vllm.log")
+
+
+def serving(config: ServerConfig, log_name: str) -> Iterator[str]:
+    """Start a managed server for a fixture, yield its base URL, stop it afterwards."""
+    server = ManagedServer(config, REPO_ROOT / ".cache" / "logs" / log_name)
     server.start()
     try:
         server.wait_ready(timeout_s=900)

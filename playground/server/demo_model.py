@@ -155,15 +155,21 @@ def build(directory: Path, size: Size = "tiny", *, served_name: str = "Qwen/Qwen
     return directory
 
 
-def is_demo_dir(path: str | Path | None) -> bool:
-    """True when `path` is a local directory built by this module (random weights)."""
+def config_marks(path: str | Path | None, marker: str) -> bool:
+    """True when `path` is a model directory whose config.json carries `marker` (how the
+    project recognises the offline models it built)."""
     if not path:
         return False
     try:
         config = json.loads((Path(path) / "config.json").read_text("utf-8"))
     except (OSError, ValueError):
         return False
-    return isinstance(config, dict) and "demo_model" in config
+    return isinstance(config, dict) and marker in config
+
+
+def is_demo_dir(path: str | Path | None) -> bool:
+    """True when `path` is a local directory built by this module (random weights)."""
+    return config_marks(path, "demo_model")
 
 
 def is_built(directory: Path) -> bool:

