@@ -1,31 +1,56 @@
-"""UI perturbation and render lag: does watching in a browser change what is measured?
+"""Live means live: what the audience sees in the browser vs what the playground measured.
 
-Alternates rounds of the same 4-variant comparison (4 x fixed-64-stream, unique prompts)
-through the UI -- Chromium driving the Playground tab, 4 columns streaming -- and headless
-(the same runner, no UI). Prints median TTFT and E2E of each path and their ratio (target:
-differ by under 2%), and the render lag: backend receipt of the first answer token vs its
-appearance in the browser, both on this machine's wall clock (target: p50 under 100 ms).
+One run, on one machine, side by side:
 
-    python benchmarks/ui_fidelity.py --base-url http://127.0.0.1:8000/v1 --rounds 8
+- **playground, live vLLM**: Chromium clicks Run on the Playground tab with 4 streaming columns
+  (4 x fixed-64-stream, unique prompts), alternating rounds with the same comparison run
+  headless (the same runner, no UI);
+- **playground, replay mode** (the Spaces default, no server): a recording of one headless round
+  replayed in the same 4 columns;
+- **control**: the smallest Gradio app streaming 4 textboxes at 50 updates/s
+  (benchmarks/ui_control_app.py), once on an idle machine and once while the same 4-stream
+  load keeps the vLLM engine busy -- the floor of Gradio + Chromium on this machine.
+
+Measured in the browser (a requestAnimationFrame loop records every change of each answer
+box's length on this machine's wall clock) and joined with the backend's own record of when
+each chunk arrived (run files) or was yielded (control):
+
+- click -> first visible answer text, minus the TTFA the column reports (live) or the
+  recorded TTFA (replay): p50 / p95 (target p50 <= 100 ms, p95 <= 250 ms);
+- render lag: backend receipt of each chunk -> the browser showing it, over every update
+  (target p50 <= 100 ms), and as a multiple of the control's (goal <= 3x);
+- UI TTFT and E2E vs headless: ratio of medians (targets within 5% and 2%).
+
+Writes summary.json and raw.jsonl (every observation) to --out.
+
+    python benchmarks/ui_fidelity.py --base-url http://127.0.0.1:8000/v1 --rounds 8 --out DIR
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from playground.core.compare import compare
 from playground.core.record import RequestRecord
-from playground.lab.stats import median
+from playground.lab.replay import from_history, save
+from playground.lab.stats import percentile
 from playground.lab.store import read_run
 from playground.server import http
 from playground.server.managed import free_port
@@ -33,117 +58,416 @@ from playground.settings import REPO_ROOT, Settings
 from playground.specs.presets import PresetLibrary
 
 ADDRESS = "北京市朝阳区建国路88号SOHO现代城A座2305 收件人：王建国 手机：13812345678"
-WATCH_JS = """() => {
-  window.__first = null;
-  document.querySelector('#answer-0 textarea').value = '';
-  const tick = () => {
-    const box = document.querySelector('#answer-0 textarea');  // re-query: may be re-rendered
-    if (box && box.value && window.__first === null) {
-      window.__first = performance.timeOrigin + performance.now();
-      return;
+PRESET = "fixed-64-stream"
+N_COLS = 4
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+# Every change of an answer box's length (code points, like Python's len) with its wall time.
+# Every change of an answer box's length (code points, like Python's len) with its wall time.
+# When the page clears the columns for a new run (window.qllFollow), a 0 is recorded for every
+# column at that moment: the browser may never paint the empty boxes (the first text can land
+# in the same frame), and a round's observations are those after its clearing.
+WATCH_JS = """(n) => {
+  window.__obs = []; window.__click = null; window.__stop = false;
+  window.__last = new Array(n).fill(-1);
+  if (!window.__clickHooked) {
+    window.__clickHooked = true;
+    document.addEventListener('click', () => {
+      if (window.__click === null) window.__click = performance.timeOrigin + performance.now();
+    }, true);
+    if (window.qllFollow) {
+      const follow = window.qllFollow;
+      window.qllFollow = () => {
+        const token = follow();
+        const t = performance.timeOrigin + performance.now();
+        for (let i = 0; i < n; i++) { window.__obs.push([i, t, 0]); window.__last[i] = 0; }
+        return token;
+      };
     }
-    requestAnimationFrame(tick);
+  }
+  const tick = () => {
+    const now = performance.timeOrigin + performance.now();
+    for (let i = 0; i < n; i++) {
+      const box = document.querySelector(`#answer-${i} textarea`);
+      const len = box ? [...box.value].length : 0;
+      if (len !== window.__last[i]) { window.__last[i] = len; window.__obs.push([i, now, len]); }
+    }
+    if (!window.__stop) requestAnimationFrame(tick);
   };
   requestAnimationFrame(tick);
 }"""
 
 
-def headless_run(settings: Settings, variants: list, prompt: str) -> list:
-    """The same comparison without any UI (own thread: Playwright's sync API owns a loop)."""
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, compare(settings, variants, prompt)).result()
+def p(values: Sequence[float], q: float) -> float | None:
+    return percentile(list(values), q) if values else None
 
 
-def ui_round(page, prompt: str, runs_dir: Path) -> tuple[list[RequestRecord], float | None]:
-    before = set(runs_dir.glob("playground/*.jsonl"))
-    page.get_by_label("prompt", exact=True).fill(prompt)
-    page.evaluate(WATCH_JS)
-    page.get_by_role("button", name="Run", exact=True).click()
-    deadline = time.monotonic() + 300
+def content_times(rec: RequestRecord) -> tuple[list[int], list[float]]:
+    """Cumulative answer length after each chunk, and the chunk's arrival (wall seconds)."""
+    assert rec.clock_origin is not None
+    wall, perf = rec.clock_origin
+    lens, times, total = [], [], 0
+    for t, (_, content) in zip(rec.raw.token_times, rec.raw.token_text, strict=False):
+        if content:
+            total += len(content)
+            lens.append(total)
+            times.append(wall + (t - perf))
+    return lens, times
+
+
+def this_round(obs: list[list[float]], col: int) -> list[tuple[float, int]]:
+    """The column's observations after the round cleared it (before: the last round's text)."""
+    out: list[tuple[float, int]] = []
+    cleared = False
+    for i, t_ms, n in obs:
+        if int(i) != col:
+            continue
+        if n == 0:
+            cleared = True
+        elif cleared:
+            out.append((t_ms, int(n)))
+    return out
+
+
+def lags(obs: list[list[float]], col: int, lens: list[int], times: list[float]) -> list[float]:
+    """For each length the browser showed: its time minus when that length first existed."""
+    out = []
+    for t_ms, n in this_round(obs, col):
+        k = bisect_left(lens, n)
+        if k < len(times):
+            out.append(t_ms - times[k] * 1000)
+    return out
+
+
+def first_seen(obs: list[list[float]], col: int) -> float | None:
+    return next((t for t, _ in this_round(obs, col)), None)
+
+
+@contextmanager
+def process(args: list[str], env: dict[str, str], url: str, log: Path
+            ) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("wb") as out:
+        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(480):
+            try:
+                if http.get(url, timeout_s=1).status == 200:
+                    break
+            except OSError:
+                if proc.poll() is not None:
+                    raise SystemExit(f"{args} exited: {log.read_text()[-1500:]}") from None
+                time.sleep(0.5)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def new_page(browser: Any, url: str) -> Any:
+    page = browser.new_page(viewport={"width": 1600, "height": 1400})
+    page.goto(url)
+    page.wait_for_selector("#answer-0", timeout=120_000)
+    return page
+
+
+def four_columns(page: Any, preset: str | None) -> None:
+    slider = page.get_by_label("number input for variants")
+    slider.fill(str(N_COLS))
+    slider.press("Enter")
+    page.wait_for_selector(f"text=Variant {N_COLS}", timeout=30_000)
+    if preset:
+        for i in range(N_COLS):
+            page.get_by_label(f"preset {i + 1}", exact=True).click()
+            page.get_by_role("option", name=preset, exact=True).click()
+
+
+def browser_round(page: Any, click: Any, done: Any, timeout_s: float = 300) -> dict:
+    """Watch the answer boxes, click, wait for `done()`, return the browser's record."""
+    page.evaluate(WATCH_JS, N_COLS)
+    page.wait_for_timeout(100)  # the watcher's first frame records the cleared boxes
+    click()
+    deadline = time.monotonic() + timeout_s
+    result = None
     while time.monotonic() < deadline:
-        new = set(runs_dir.glob("playground/*.jsonl")) - before
-        if new:
-            recs = read_run(new.pop()).requests
-            if len(recs) == 4:
-                break
+        result = done()
+        if result is not None:
+            break
         time.sleep(0.2)
     else:
-        raise SystemExit("UI run did not finish in 300 s")
-    seen_ms = page.evaluate("() => window.__first")
-    first = recs[0]
-    assert first.clock_origin is not None
-    wall, perf = first.clock_origin
-    t = first.raw.t_first_content
-    lag = None if seen_ms is None or t is None else seen_ms - (wall + (t - perf)) * 1000
-    return recs, lag
+        state = page.evaluate("() => [document.querySelectorAll('.stale').length, "
+                              "[0, 1, 2, 3].map(i => (document.querySelector('#metrics-' + i)"
+                              " || {}).innerText)]")
+        raise SystemExit(f"round did not finish in {timeout_s} s: {state}")
+    for _ in range(600):  # the run's end is drawn (the page marks stale what a run replaces)
+        if page.evaluate("() => document.querySelectorAll('.stale').length") == 0:
+            break
+        time.sleep(0.1)
+    page.wait_for_timeout(300)  # the last updates reach the page
+    page.evaluate("() => { window.__stop = true; }")
+    return {"click": page.evaluate("() => window.__click"),
+            "feed": page.evaluate("() => { const l = window.qllFeedLog || []; "
+                                  "window.qllFeedLog = []; return l; }"),
+            "obs": page.evaluate("() => window.__obs"), "result": result}
+
+
+def headless(settings: Settings, variants: list, prompt: str) -> list[RequestRecord]:
+    """The same comparison without any UI (own thread: Playwright's sync API owns a loop)."""
+    with ThreadPoolExecutor(1) as pool:
+        recs = pool.submit(asyncio.run, compare(settings, variants, prompt)).result()
+    return [RequestRecord.of(r) for r in recs]
+
+
+def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path) -> tuple[dict, list]:
+    runs_dir = tmp / "runs"
+    port = free_port()
+    env = {**os.environ, "PLAYGROUND_BASE_URL": base_url, "GRADIO_SERVER_PORT": str(port),
+           "PLAYGROUND_RUNS_DIR": str(runs_dir), "GRADIO_ANALYTICS_ENABLED": "False",
+           "PLAYGROUND_WARMUP": "off"}
+    settings = Settings(base_url=base_url)
+    variant = PresetLibrary(settings.presets_dir).get(PRESET)
+    url = f"http://127.0.0.1:{port}/"
+    raw: list[dict] = []
+    out: dict[str, Any] = {"first_lag": [], "lag": [], "ui": [], "headless": []}
+    with process([sys.executable, str(REPO_ROOT / "app.py")], env, url, tmp / "app.log"):
+        page = new_page(browser, url)
+        four_columns(page, PRESET)
+
+        def ui_round(prompt: str) -> tuple[dict, list[RequestRecord]]:
+            before = set(runs_dir.glob("playground/*.jsonl"))
+            page.get_by_label("prompt", exact=True).fill(prompt)
+
+            def done() -> list[RequestRecord] | None:
+                new = set(runs_dir.glob("playground/*.jsonl")) - before
+                if new:
+                    recs = read_run(new.pop()).requests
+                    if len(recs) == N_COLS:
+                        return recs
+                return None
+
+            got = browser_round(page, page.get_by_role("button", name="Run", exact=True).click,
+                                done)
+            return got, got["result"]
+
+        ui_round(f"[warm-up ui] {ADDRESS}")
+        headless(settings, [variant] * N_COLS, f"[warm-up hl] {ADDRESS}")
+        for k in range(rounds):
+            got, recs = ui_round(f"[ui {k:03d}] {ADDRESS}")
+            for c, rec in enumerate(recs):
+                m = rec.metrics
+                out["ui"].append({"ttft_ms": m.ttft_ms, "e2e_ms": m.e2e_ms})
+                lens, times = content_times(rec)
+                seen = first_seen(got["obs"], c)
+                fl = None
+                if seen is not None and got["click"] is not None and m.ttfa_ms is not None:
+                    fl = seen - got["click"] - m.ttfa_ms
+                    out["first_lag"].append(fl)
+                lg = lags(got["obs"], c, lens, times)
+                out["lag"] += lg
+                raw.append({"row": "live", "round": k, "column": c, "click_ms": got["click"],
+                            "feed": got["feed"] if c == 0 else None,
+                            "first_visible_ms": seen, "ttft_ms": m.ttft_ms,
+                            "ttfa_ms": m.ttfa_ms, "e2e_ms": m.e2e_ms, "first_lag_ms": fl,
+                            "chunk_lengths": lens, "chunk_wall_s": times,
+                            "browser": [o[1:] for o in got["obs"] if int(o[0]) == c]})
+            for c, rec in enumerate(headless(settings, [variant] * N_COLS,
+                                             f"[hl {k:03d}] {ADDRESS}")):
+                m = rec.metrics
+                out["headless"].append({"ttft_ms": m.ttft_ms, "e2e_ms": m.e2e_ms})
+                raw.append({"row": "headless", "round": k, "column": c, "ttft_ms": m.ttft_ms,
+                            "ttfa_ms": m.ttfa_ms, "e2e_ms": m.e2e_ms})
+        page.close()
+    return out, raw
+
+
+def replay_row(browser: Any, base_url: str, rounds: int, tmp: Path) -> tuple[dict, list]:
+    settings = Settings(base_url=base_url)
+    variant = PresetLibrary(settings.presets_dir).get(PRESET)
+    recorded = headless(settings, [variant] * N_COLS, f"[replay source] {ADDRESS}")
+    path = save(from_history(recorded, title="ui-fidelity replay"), tmp / "replay.json")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAYGROUND_")}
+    env.update({"GRADIO_ANALYTICS_ENABLED": "False", "PLAYGROUND_RUNS_DIR": str(tmp / "rruns")})
+    url = f"http://127.0.0.1:{port}/"
+    t0 = min(r.raw.t_send for r in recorded if r.raw.t_send is not None)
+    offsets = []  # per column: (cumulative lengths, offsets in s from the first send)
+    for rec in recorded:
+        lens, times = content_times(rec)
+        assert rec.clock_origin is not None
+        wall0 = rec.clock_origin[0] + (t0 - rec.clock_origin[1])
+        offsets.append((lens, [t - wall0 for t in times]))
+    out: dict[str, Any] = {"first_lag": [], "lag": []}
+    raw: list[dict] = []
+    with process([sys.executable, "-m", "playground.cli", "ui", "--replay", "--port",
+                  str(port)], env, url, tmp / "replay-app.log"):
+        page = new_page(browser, url)
+        page.locator("#replay-panel input[type=file]").set_input_files(str(path))
+        page.wait_for_timeout(1500)
+        for k in range(rounds):
+            def done() -> bool | None:
+                obs = page.evaluate("() => window.__obs")
+                cleared = {int(i) for i, _, n in obs if n == 0}
+                drawn = page.evaluate(
+                    "() => document.querySelectorAll('.stale').length === 0 && [0, 1, 2, 3]"
+                    ".every(i => (document.querySelector('#metrics-' + i) || {}).innerText"
+                    "?.includes('E2E'))")
+                return True if drawn and len(cleared) == N_COLS else None
+
+            got = browser_round(page, page.locator("#replay-run").click, done)
+            for c, (lens, offs) in enumerate(offsets):
+                if got["click"] is None:
+                    continue
+                times = [(got["click"] / 1000) + o for o in offs]  # when the recording says
+                lg = lags(got["obs"], c, lens, times)
+                seen = first_seen(got["obs"], c)
+                fl = None if seen is None or not times else seen - times[0] * 1000
+                if fl is not None:
+                    out["first_lag"].append(fl)
+                out["lag"] += lg
+                raw.append({"row": "replay", "round": k, "column": c, "click_ms": got["click"],
+                            "first_visible_ms": seen, "recorded_first_answer_s": offs[0]
+                            if offs else None, "first_lag_ms": fl,
+                            "browser": [o[1:] for o in got["obs"] if int(o[0]) == c]})
+        page.close()
+    return out, raw
+
+
+def control_row(browser: Any, rounds: int, tmp: Path, busy: Any | None, name: str
+                ) -> tuple[dict, list]:
+    log = tmp / f"{name}.jsonl"
+    port = free_port()
+    env = {**os.environ, "UI_CONTROL_LOG": str(log), "GRADIO_SERVER_PORT": str(port),
+           "GRADIO_ANALYTICS_ENABLED": "False"}
+    url = f"http://127.0.0.1:{port}/"
+    out: dict[str, Any] = {"first_lag": [], "lag": []}
+    raw: list[dict] = []
+    stop = threading.Event()
+    load = None
+    if busy is not None:
+        load = threading.Thread(target=lambda: [busy(k) for k in range(10_000)
+                                                if not stop.is_set()], daemon=True)
+    with process([sys.executable, str(Path(__file__).with_name("ui_control_app.py"))], env,
+                 url, tmp / f"{name}-app.log"):
+        page = new_page(browser, url)
+        if load is not None:
+            load.start()
+            time.sleep(2)
+        for k in range(rounds + 1):  # the first round warms up
+            n_before = len(log.read_text().splitlines()) if log.exists() else 0
+
+            def done(n_before: int = n_before) -> list | None:
+                lines = log.read_text().splitlines() if log.exists() else []
+                return json.loads(lines[-1]) if len(lines) > n_before else None
+
+            got = browser_round(page, page.get_by_role("button", name="Run").click, done)
+            if k == 0:
+                continue
+            stamps = got["result"]
+            lens = [n for _, n in stamps]
+            times = [t for t, _ in stamps]
+            for c in range(N_COLS):
+                lg = lags(got["obs"], c, lens, times)
+                out["lag"] += lg
+                seen = first_seen(got["obs"], c)
+                if seen is not None:
+                    out["first_lag"].append(seen - times[0] * 1000)
+                raw.append({"row": name, "round": k, "column": c, "yields": stamps,
+                            "browser": [o[1:] for o in got["obs"] if int(o[0]) == c]})
+        page.close()
+    stop.set()
+    if load is not None:
+        load.join(timeout=120)
+    return out, raw
+
+
+def summary_line(label: str, row: dict, floor: float | None) -> dict:
+    s = {"row": label, "n_lags": len(row["lag"]), "lag_p50_ms": p(row["lag"], 50),
+         "lag_p95_ms": p(row["lag"], 95), "lag_max_ms": max(row["lag"]) if row["lag"] else None,
+         "first_lag_p50_ms": p(row["first_lag"], 50), "first_lag_p95_ms":
+         p(row["first_lag"], 95), "n_first": len(row["first_lag"])}
+    if floor and s["lag_p50_ms"] is not None:
+        s["lag_vs_control"] = s["lag_p50_ms"] / floor
+    return s
+
+
+def fmt(v: float | None, unit: str = " ms") -> str:
+    return "-" if v is None else f"{v:.0f}{unit}" if unit else f"{v:.2f}"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base-url", required=True)
     ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--rows", default="control-idle,control-busy,live,replay",
+                    help="which rows to measure (comma-separated)")
+    ap.add_argument("--out", type=Path, default=None, help="write summary.json + raw.jsonl here")
     a = ap.parse_args()
-
+    if a.out is not None and a.out.exists() and any(a.out.iterdir()):
+        raise SystemExit(f"--out: {a.out} is not empty; give a new or empty directory")
     from playwright.sync_api import sync_playwright
 
-    runs_dir = Path(tempfile.mkdtemp(prefix="ui-fidelity-"))
-    port = free_port()
-    env = {**os.environ, "PLAYGROUND_BASE_URL": a.base_url, "GRADIO_SERVER_PORT": str(port),
-           "PLAYGROUND_RUNS_DIR": str(runs_dir)}
-    app = subprocess.Popen([sys.executable, str(REPO_ROOT / "app.py")], env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
+    tmp = Path(tempfile.mkdtemp(prefix="ui-fidelity-"))
     settings = Settings(base_url=a.base_url)
-    variant = PresetLibrary(settings.presets_dir).get("fixed-64-stream")
-    ui, headless, lags = [], [], []
-    try:
-        for _ in range(120):
-            try:
-                if http.get(url, timeout_s=1).status == 200:
-                    break
-            except OSError:
-                time.sleep(0.5)
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
-                "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-            page = browser.new_page(viewport={"width": 1600, "height": 1400})
-            page.goto(url)
-            page.wait_for_selector("text=Variant 1", timeout=60_000)
-            slider = page.get_by_label("number input for variants")
-            slider.fill("4")
-            slider.press("Enter")
-            page.wait_for_selector("text=Variant 4", timeout=30_000)
-            for i in range(4):
-                page.get_by_label(f"preset {i + 1}", exact=True).click()
-                page.get_by_role("option", name="fixed-64-stream", exact=True).click()
-            ui_round(page, f"[warm-up ui] {ADDRESS}", runs_dir)
-            headless_run(settings, [variant] * 4, f"[warm-up hl] {ADDRESS}")
-            for k in range(a.rounds):
-                recs, lag = ui_round(page, f"[ui {k:03d}] {ADDRESS}", runs_dir)
-                ui += [r.metrics for r in recs]
-                if lag is not None:
-                    lags.append(lag)
-                hl = headless_run(settings, [variant] * 4, f"[hl {k:03d}] {ADDRESS}")
-                headless += [r.metrics() for r in hl]
-            browser.close()
-    finally:
-        app.terminate()
-        app.wait(timeout=20)
+    variant = PresetLibrary(settings.presets_dir).get(PRESET)
 
-    def med(rows: list, key: str) -> float:
-        vals = [getattr(r, key) for r in rows]
-        return median([v for v in vals if v is not None]) or float("nan")
+    def busy(k: int) -> None:
+        headless(settings, [variant] * N_COLS, f"[load {k:04d}] {ADDRESS}")
 
-    print(f"\nUI perturbation: {a.rounds} rounds x 4 columns of fixed-64-stream, "
-          f"n={len(ui)} per path, server {a.base_url}")
-    print(f"{'':14}{'headless':>12}{'UI (4 cols)':>14}{'UI/headless':>13}")
-    for key, label in (("ttft_ms", "median TTFT"), ("e2e_ms", "median E2E")):
-        h, u = med(headless, key), med(ui, key)
-        print(f"{label:14}{h:10.1f}ms{u:12.1f}ms{u / h:13.3f}")
-    if lags:
-        lags.sort()
-        print(f"render lag (first answer token: backend receipt -> visible in the browser): "
-              f"p50 {median(lags):.1f} ms, max {lags[-1]:.1f} ms, n={len(lags)}")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        empty: tuple[dict, list] = ({"first_lag": [], "lag": [], "ui": [], "headless": []}, [])
+        want = set(a.rows.split(","))
+        control_idle, raw_ci = (control_row(browser, a.rounds, tmp, None, "control-idle")
+                                if "control-idle" in want else empty)
+        control_busy, raw_cb = (control_row(browser, a.rounds, tmp, busy, "control-busy")
+                                if "control-busy" in want else empty)
+        live, raw_live = (live_rows(browser, a.base_url, a.rounds, tmp)
+                          if "live" in want else empty)
+        replay, raw_replay = (replay_row(browser, a.base_url, a.rounds, tmp)
+                              if "replay" in want else empty)
+        browser.close()
+
+    floor = p(control_busy["lag"], 50)
+    rows = [summary_line("control, idle machine", control_idle, floor),
+            summary_line("control, vLLM busy (floor)", control_busy, floor),
+            summary_line("playground, live vLLM", live, floor),
+            summary_line("playground, replay mode", replay, floor)]
+
+    def med(side: str, key: str) -> float | None:
+        vals = [r[key] for r in live[side] if r[key] is not None]
+        return p(vals, 50)
+
+    ratios = {key: {"headless": med("headless", key), "ui": med("ui", key)}
+              for key in ("ttft_ms", "e2e_ms")}
+    for r in ratios.values():
+        r["ratio"] = r["ui"] / r["headless"] if r["ui"] and r["headless"] else None
+    machine = f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}"
+    print(f"\nUI fidelity: {a.rounds} rounds x {N_COLS} streaming columns of {PRESET}; "
+          f"server {a.base_url}; machine {machine}")
+    print(f"{'row':30}{'click->visible - TTFA':>24}{'render lag':>26}{'x floor':>9}")
+    print(f"{'':30}{'p50 / p95':>24}{'p50 / p95 / max (n)':>26}")
+    for s in rows:
+        print(f"{s['row']:30}{fmt(s['first_lag_p50_ms']):>12} /{fmt(s['first_lag_p95_ms']):>9}"
+              f"{fmt(s['lag_p50_ms']):>10} /{fmt(s['lag_p95_ms']):>7} /"
+              f"{fmt(s['lag_max_ms']):>8} ({s['n_lags']})"
+              f"{fmt(s.get('lag_vs_control'), ''):>9}")
+    print(f"\n{'median':14}{'headless':>12}{'UI (4 cols)':>14}{'UI/headless':>13}")
+    for key, label in (("ttft_ms", "TTFT"), ("e2e_ms", "E2E")):
+        r = ratios[key]
+        print(f"{label:14}{fmt(r['headless']):>12}{fmt(r['ui']):>14}"
+              f"{fmt(r['ratio'], ''):>13}")
+    if a.out is not None:
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / "summary.json").write_text(json.dumps({
+            "machine": machine, "base_url": a.base_url, "rounds": a.rounds, "columns": N_COLS,
+            "preset": PRESET, "rows": rows, "ui_vs_headless": ratios,
+            "created": time.strftime("%Y-%m-%d %H:%M:%S %Z")}, indent=1) + "\n")
+        with (a.out / "raw.jsonl").open("w") as f:
+            for line in [*raw_ci, *raw_cb, *raw_live, *raw_replay]:
+                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+        print(f"\nwrote {a.out}/summary.json and raw.jsonl")
     return 0
 
 

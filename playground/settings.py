@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
@@ -72,6 +73,10 @@ class Settings(BaseModel):
     # The GPU a (remote) server runs on, e.g. "H200", for the physical floor; None = this
     # machine's GPU (or CPU) when the server is local.
     accelerator: str | None = None
+    # Warm-up (each preset's path and each schema's grammar once) of the server: "auto" = one
+    # that the embedded default or `playground serve` started, "always" = also one reused,
+    # "off" = never.
+    warmup: Literal["auto", "always", "off"] = "auto"
 
     def server_python(self) -> str:
         import sys

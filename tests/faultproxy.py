@@ -11,6 +11,8 @@ then misbehaves:
 - `error-event`: streams 3 SSE events, then an error event inside the HTTP 200 stream (what
   vLLM sends when the engine fails mid-request);
 - `500`: answers chat requests with vLLM's 500 error body (the engine died);
+- `hold`: holds every chat request until `release()` (a server busy warming up, for as long
+  as the test needs), then passes it through;
 - `auth`: requires `Authorization: Bearer <api_key>` (else vLLM's 401 body), then passes through
   (the key is the proxy's, never in the URL: a test that greps for it must not find the URL).
 
@@ -40,6 +42,7 @@ class FaultProxy:
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
+        self._released: asyncio.Event | None = None
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
     def url(self, fault: str) -> str:
@@ -56,12 +59,18 @@ class FaultProxy:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
 
+    def release(self) -> None:
+        """Let the held (`hold`) chat requests, and every later one, through."""
+        if self._released is not None:
+            self._loop.call_soon_threadsafe(self._released.set)
+
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
         self._loop.run_until_complete(self._main())
 
     async def _main(self) -> None:
         self._stop = asyncio.Event()
+        self._released = asyncio.Event()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{fault}/{tail:.*}", self._handle)
         runner = web.AppRunner(app, handle_signals=False)
@@ -82,6 +91,10 @@ class FaultProxy:
                           "body": body.decode("utf-8", "replace")})
         is_chat = tail.endswith("chat/completions")
         if fault.startswith("ok"):  # ok, ok-TAG: a pass-through whose requests a test can pick
+            fault = "ok"
+        if fault == "hold":
+            if is_chat and self._released is not None:
+                await self._released.wait()
             fault = "ok"
         if fault == "auth":
             if request.headers.get("Authorization") != f"Bearer {self.api_key}":

@@ -13,6 +13,7 @@ from playground.cli.common import settings_of
 from playground.errors import ValidationFailed
 from playground.outputs.fmt import DEMO_NOTICE
 from playground.server import demo_model, small_model
+from playground.settings import Settings
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -33,6 +34,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                            model=args.serve_model or args.model)
     if server.managed is not None:
         print("effective command: " + " ".join(server.managed.command()), file=sys.stderr)
+    if settings.warmup == "always" or (server.managed is not None and settings.warmup == "auto"):
+        warm_up(settings, server.base_url)
     note = f" {DEMO_NOTICE}" if server.is_demo_model else ""
     print(f"vLLM ready at {server.base_url}.{note} Ctrl-C stops it.", file=sys.stderr,
           flush=True)
@@ -41,6 +44,40 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         server.stop()
     return 0
+
+
+def warm_up(settings: Settings, base_url: str) -> None:
+    """Each preset's path and each schema's grammar once, so the first real run is warm."""
+    import asyncio
+
+    from playground.core.client import ClientPool
+    from playground.core.warmup import WarmState, warm_server
+    from playground.specs.presets import PresetLibrary
+
+    state = WarmState()
+    key = settings.api_key_value()
+
+    async def go() -> None:
+        pool = ClientPool(key, connect_timeout_s=settings.connect_timeout_s,
+                          read_timeout_s=settings.read_timeout_s, timeout_s=settings.timeout_s)
+        try:
+            await warm_server(pool, base_url, key, settings.model,
+                              PresetLibrary(settings.presets_dir, settings.user_presets_dir),
+                              state)
+        finally:
+            await pool.aclose()
+
+    print("warming up: each preset's path and each schema's grammar once...", file=sys.stderr,
+          flush=True)
+    try:
+        asyncio.run(go())
+    except Exception as e:  # a failed warm-up leaves a working, cold server
+        print(f"warm-up failed ({e}); the server is up but its first runs are cold",
+              file=sys.stderr)
+        return
+    print(state.text(), file=sys.stderr)
+    for note in state.notes[:5]:
+        print(f"  warm-up request failed: {note}", file=sys.stderr)
 
 
 def cmd_ui(args: argparse.Namespace) -> int:

@@ -8,6 +8,8 @@ port to get fast, deterministic runs of the same code paths; the real-server tes
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
@@ -58,6 +60,26 @@ class Live:
     async def floor_ms(self, settings: Settings, base_url: str, api_key: str
                        ) -> float | None:
         return await asyncio.to_thread(server_floor, settings, base_url, api_key)
+
+
+class Remembering(Live):
+    """Live, remembering each server's facts (models, limits, version) for `ttl_s`: the
+    Playground asks before every run, and on a busy 2-core machine each question costs ms
+    that the audience would see between the click and the first token."""
+
+    def __init__(self, ttl_s: float = 15.0) -> None:
+        self.ttl_s = ttl_s
+        self._info: dict[tuple[str, str], tuple[float, ServerInfo]] = {}
+
+    async def info(self, base_url: str, api_key: str | None) -> ServerInfo:
+        key = (base_url, hashlib.sha256((api_key or "").encode()).hexdigest())
+        hit = self._info.get(key)
+        now = time.monotonic()
+        if hit is not None and now - hit[0] < self.ttl_s:
+            return hit[1]
+        info = await aserver_info(base_url, api_key)
+        self._info[key] = (now, info)
+        return info
 
 
 LIVE: Port = Live()

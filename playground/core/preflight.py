@@ -2,8 +2,9 @@
 
 Owns: the prompt's size limit, and max_tokens / the prompt against the model's context length
 (max_model_len from /v1/models, the prompt's token count from vLLM's /tokenize with the same
-messages the request would carry). When the server cannot say (no max_model_len, no /tokenize)
-the check is skipped and the server's own 400 -- shown with its parameter name -- decides.
+messages the request would carry -- asked only when the prompt is long enough to matter).
+When the server cannot say (no max_model_len, no /tokenize) the check is skipped and the
+server's own 400 -- shown with its parameter name -- decides.
 """
 
 from __future__ import annotations
@@ -58,11 +59,22 @@ def check_fits(variant: Variant, prompt: str, max_model_len: int | None,
                                source=f"variant {variant.name}")
 
 
+TEMPLATE_SLACK = 64  # tokens a chat template may add per message (roles, special tokens)
+
+
+def surely_fits(variant: Variant, prompt: str, max_model_len: int) -> bool:
+    """True when the request fits whatever the tokenizer: byte-level BPE (Qwen's) never makes
+    more tokens than the text has UTF-8 bytes, so a prompt this short needs no /tokenize."""
+    messages = build_messages(variant, prompt)
+    bound = sum(len(m["content"].encode()) + TEMPLATE_SLACK for m in messages) + TEMPLATE_SLACK
+    return bound + variant.max_tokens <= max_model_len
+
+
 async def preflight(base_url: str, api_key: str, model: str, max_model_len: int | None,
                     variant: Variant, prompt: str, *,
                     token_count: TokenCount = atokenize_count) -> None:
     """One variant against the server's context (the prompt itself: check_prompt, once)."""
     check_fits(variant, prompt, max_model_len, None)  # max_tokens alone, without a request
-    if max_model_len:
+    if max_model_len and not surely_fits(variant, prompt, max_model_len):
         tokens = await token_count(base_url, api_key, tokenize_body(model, variant, prompt))
         check_fits(variant, prompt, max_model_len, tokens)

@@ -187,7 +187,9 @@ async def play(rec: RecordingFile, recs: Sequence[Recording], *, speed: float = 
                clock: Clock = time.perf_counter,
                sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
                ) -> Sequence[Recording]:
-    """Feed each column's events at its recorded offsets (divided by `speed`)."""
+    """Feed each column's events at its recorded offsets divided by `speed` (the pace), each
+    stamped with its recorded offset: at any speed the columns show the recorded numbers, the
+    measurement, not an artefact of the playback speed. At 1x both are the same."""
     if speed <= 0:
         raise ValueError("speed must be > 0")
     start = clock()
@@ -198,7 +200,8 @@ async def play(rec: RecordingFile, recs: Sequence[Recording], *, speed: float = 
                 wait = start + offset / speed - clock()
                 if wait > 0:
                     await sleep(wait)
-                r.feed(Event(ev.kind, clock(), ev.reasoning, ev.content, ev.finish_reason,
+                stamp = clock() if speed == 1 else start + offset
+                r.feed(Event(ev.kind, stamp, ev.reasoning, ev.content, ev.finish_reason,
                              ev.usage, ev.server_metrics, ev.status, ev.error))
         except asyncio.CancelledError:
             r.status = "cancelled"

@@ -1,21 +1,18 @@
-"""PURE: recordings -> plotly figures (no gradio import).
+"""PURE: the ladder's plotly figure (no gradio import). The live views of a run are SVG
+(outputs/live_svg): a plotly figure in a Gradio component makes every later message of the
+page slower (docs/playground.md, "Live means live").
 
 Figures are built from plain dicts without plotly's validation (`_validate=False`) and
-without a named template: during a live run they are rebuilt several times a second on the
-UI's event loop, and validation plus template expansion cost ~40 ms per figure there.
+without a named template (validation plus template expansion cost ~40 ms per figure).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 import plotly.graph_objects as go
-
-from playground.core.runner import Recording
-
-COLORS = ["#4C78A8", "#F58518", "#54A24B", "#B279A2"]
-
 
 _AXIS = {"gridcolor": "#e5e5e5", "zerolinecolor": "#cccccc", "automargin": True}
 
@@ -37,66 +34,32 @@ def _figure(traces: list[dict[str, Any]], title: str, *, xaxis_title: str = "",
     return go.Figure(spec, _validate=False)
 
 
-def timeline(recs: Sequence[Recording], floor_ms: float | None = None) -> go.Figure:
-    """Cumulative token chunks vs ms since send, one line per variant.
-
-    A non-streaming variant shows a single vertical jump at E2E: nothing is visible before.
-    `floor_ms` (the physical floor per decode step) is drawn as a dashed line from the
-    earliest first token: no server can generate faster than that line.
-    """
-    traces: list[dict[str, Any]] = []
-    for i, rec in enumerate(recs):
-        raw = rec.raw
-        if raw.t_send is None:
-            continue
-        if raw.streaming:
-            xs = [round((t - raw.t_send) * 1000, 2) for t in raw.token_times]
-            ys = list(range(1, len(xs) + 1))
-        elif raw.t_last is not None:
-            e2e = round((raw.t_last - raw.t_send) * 1000, 2)
-            xs, ys = [0.0, e2e, e2e], [0, 0, raw.usage.completion_tokens or 1]
-        else:
-            xs, ys = [], []
-        traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": ys,
-                       "name": rec.variant.name,
-                       "line": {"color": COLORS[i % len(COLORS)],
-                                "shape": "linear" if raw.streaming else "hv"}})
-    firsts = [(t["x"][0], max(t["y"])) for t in traces if t["x"] and t["line"]["shape"] ==
-              "linear"]
-    if floor_ms and firsts:
-        x0 = min(x for x, _ in firsts)
-        n = max(y for _, y in firsts)
-        traces.append({"type": "scatter", "mode": "lines", "x": [x0, x0 + floor_ms * (n - 1)],
-                       "y": [1, n], "name": f"physical floor ({floor_ms:.2f} ms/token)",
-                       "line": {"color": "#000", "dash": "dash", "width": 1}})
-    return _figure(traces, "Token timeline", xaxis_title="ms since send",
-                   yaxis_title="token chunks")
-
-
-def latency_bars(recs: Sequence[Recording]) -> go.Figure:
-    names = [r.variant.name for r in recs]
-    ms = [r.metrics() for r in recs]
-    series = [("TTFT", [m.ttft_ms for m in ms]), ("TTFA", [m.ttfa_ms for m in ms]),
-              ("E2E", [m.e2e_ms for m in ms])]
-    traces = [{"type": "bar", "name": label, "x": names, "y": values,
-               "marker": {"color": color}, "textposition": "outside",
-               "text": ["n/a" if v is None else f"{v:.0f}" for v in values]}
-              for (label, values), color in zip(series, COLORS, strict=False)]
-    return _figure(traces, "TTFT / TTFA / E2E per variant (n/a = not observable)",
-                   yaxis_title="ms", barmode="group")
-
-
-def history(rows: Sequence[dict[str, Any]]) -> go.Figure:
-    """This session's runs: E2E (and TTFT when streaming) per variant over run number."""
-    traces: list[dict[str, Any]] = []
-    for i, name in enumerate(sorted({r["variant"] for r in rows})):
-        mine = [r for r in rows if r["variant"] == name]
-        color = COLORS[i % len(COLORS)]
-        runs = [r["run"] for r in mine]
-        traces.append({"type": "scatter", "mode": "lines+markers", "name": f"{name} E2E",
-                       "x": runs, "y": [r["e2e_ms"] for r in mine], "line": {"color": color}})
-        if any(r["ttft_ms"] is not None for r in mine):
-            traces.append({"type": "scatter", "mode": "markers", "name": f"{name} TTFT",
-                           "x": runs, "y": [r["ttft_ms"] for r in mine],
-                           "marker": {"color": color, "symbol": "x"}})
-    return _figure(traces, "This session's runs", xaxis_title="run", yaxis_title="ms")
+def ladder(rows: Sequence[Any]) -> go.Figure:
+    """A waterfall of the first visible character: the first measured step, then what each
+    step saved (down) or cost (up); beside it, where each step's time went (stacked phases)."""
+    measured = [r for r in rows if r.visible_ms is not None]
+    if not measured:
+        return _figure([], "ladder: no step measured yet")
+    x = [r.label for r in measured]
+    y = [measured[0].visible_ms] + [r.visible_ms - p.visible_ms
+                                    for p, r in pairwise(measured)]
+    traces: list[dict[str, Any]] = [{
+        "type": "waterfall", "x": x, "y": y, "xaxis": "x", "yaxis": "y",
+        "measure": ["absolute"] + ["relative"] * (len(y) - 1), "name": "first visible char",
+        "text": [f"{v:,.0f} ms" for v in y], "textposition": "outside",
+        "decreasing": {"marker": {"color": "#54A24B"}},
+        "increasing": {"marker": {"color": "#E45756"}},
+        "totals": {"marker": {"color": "#4C78A8"}}, "connector": {"line": {"color": "#999"}},
+    }]
+    names = [n for r in measured for n, _ in r.phases]
+    colors = ["#9ecae9", "#4C78A8", "#bab0ac", "#B279A2", "#F58518", "#79706e"]
+    for k, phase in enumerate(dict.fromkeys(names)):
+        traces.append({"type": "bar", "name": phase, "x": x, "xaxis": "x2", "yaxis": "y2",
+                       "y": [dict(r.phases).get(phase, 0.0) for r in measured],
+                       "marker": {"color": colors[k % len(colors)]}})
+    return _figure(traces, "what each step saved (left) · where its time went (right)",
+                   barmode="stack", height=380,
+                   xaxis={**_AXIS, "domain": [0, 0.48]},
+                   yaxis={**_AXIS, "title": {"text": "first visible character (ms)"}},
+                   xaxis2={**_AXIS, "domain": [0.55, 1], "anchor": "y2"},
+                   yaxis2={**_AXIS, "anchor": "x2", "title": {"text": "E2E by phase (ms)"}})

@@ -19,6 +19,7 @@ from playground.server.embedded import EmbeddedServer, ensure_server
 from playground.settings import Settings
 from playground.ui.blocks import CSS, build_ui
 from playground.ui.context import UIContext
+from playground.ui.live_feed import HEAD_JS
 
 SHARE_HOST = "api.gradio.app:443"
 REPLAY_BANNER = ("Replay mode: no vLLM server is configured, so this app replays recorded "
@@ -78,6 +79,9 @@ def launch(settings: Settings, *, host: str = "127.0.0.1", port: int = 7860,
         if server.managed is not None:
             note = " ".join(server.managed.command())
     ctx = UIContext.create(settings, banner, note, replay_only=replay_only)
+    started = server is not None and server.managed is not None
+    if not replay_only and (settings.warmup == "always" or (started and settings.warmup == "auto")):
+        ctx.start_warmup()  # a server we just brought up: its first run should not be cold
     demo = build_ui(ctx)
     # SIGTERM (e.g. from a supervisor) must run the cleanup below, like Ctrl-C does: Gradio
     # closes its server on KeyboardInterrupt and launch() returns.
@@ -87,7 +91,8 @@ def launch(settings: Settings, *, host: str = "127.0.0.1", port: int = 7860,
     try:
         # uploads over the recording limit are refused by Gradio before they reach the disk
         demo.launch(server_name=host, server_port=port, share=share, css=CSS,
-                    auth=auth or None, footer_links=["api", "gradio"], max_file_size=MAX_BYTES)
+                    auth=auth or None, footer_links=["api", "gradio"], max_file_size=MAX_BYTES,
+                    head=HEAD_JS, app_kwargs={"routes": [ctx.feeds.route()]})
     finally:
         ctx.stop_servers()
         if server is not None:

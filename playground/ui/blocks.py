@@ -9,6 +9,23 @@ from playground.ui.context import UIContext
 CSS = """
 .variant-error p { color: #b00020; font-weight: 600; }
 #demo-banner { background: #fff4e5; border-left: 4px solid #f58518; padding: 6px 12px; }
+.hl-row { display: flex; gap: 10px; }
+.hl-card { flex: 1; min-width: 0; border-radius: 8px; padding: 6px 12px; background: #f4f6fa;
+           border-top: 4px solid #4c78a8; }
+.hl-card.hl-1 { border-top-color: #f58518; } .hl-card.hl-2 { border-top-color: #54a24b; }
+.hl-card.hl-3 { border-top-color: #e45756; }
+.hl-name { font-weight: 600; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.hl-big { font-size: 1.9em; font-weight: 700; line-height: 1.15; }
+.hl-label { font-size: 0.8em; color: #666; }
+.hl-cmp { font-weight: 600; color: #2e7d32; }
+.stale { opacity: 0.25; }
+.plot-title { font-weight: 600; color: #555; margin-top: 6px; }
+.ladder-table td, .ladder-table th { padding: 2px 10px; }
+body.presenter .pv-hide { display: none !important; }
+body.presenter #page-title { display: none !important; }
+body.presenter .hl-big { font-size: 3.4em !important; }
+body.presenter .hl-small, body.presenter .hl-cmp { font-size: 1.35em !important; }
+body.presenter .hl-name { font-size: 1.2em !important; }
 """
 
 
@@ -17,7 +34,8 @@ def build_ui(ctx: UIContext) -> gr.Blocks:
 
     with gr.Blocks(title="qwen-latency-lab") as demo:
         gr.Markdown("# qwen-latency-lab\nWhy does one way of calling Qwen3-0.6B answer in 20 ms "
-                    "and another in 2 s? Line up variants, send one prompt, watch.")
+                    "and another in 2 s? Line up variants, send one prompt, watch.",
+                    elem_id="page-title")
         if ctx.banner:
             gr.Markdown(f"⚠️ {ctx.banner}", elem_id="demo-banner")
         with gr.Tabs():

@@ -66,36 +66,40 @@ def column(i: int, ctx: UIContext) -> Column:
     schemas = [NO_SCHEMA, *ctx.library.schema_names(), CUSTOM]
     with gr.Column(visible=i < 2, min_width=280) as box:
         gr.Markdown(f"### Variant {i + 1}")
-        preset = gr.Dropdown(names, value=preset_name, label=f"preset {i + 1}")
-        with gr.Row():
-            stream = gr.Checkbox(c.stream, label="stream")
-            thinking = gr.Checkbox(c.thinking, label="thinking")
-            ignore_eos = gr.Checkbox(c.ignore_eos, label="fixed length (ignore_eos)")
-        temperature = gr.Slider(0, 2, c.temperature, step=0.05, label="temperature")
-        with gr.Accordion("sampling & length", open=False):
-            top_p = gr.Slider(0.05, 1, c.top_p, step=0.05, label="top_p")
-            top_k = gr.Number(c.top_k, label="top_k (empty = server default)", precision=0)
-            seed = gr.Number(c.seed, label="seed (empty = random)", precision=0)
-        max_tokens = gr.Number(c.max_tokens, label="max_tokens", precision=0)
-        prompt_choice = gr.Radio(PROMPT_CHOICES, value=c.prompt_choice, label="system prompt")
-        custom_prompt = gr.Textbox(c.custom_prompt, label="custom system prompt", lines=2,
-                                   visible=c.prompt_choice == CUSTOM)
-        schema_choice = gr.Dropdown(schemas, value=c.schema_choice, label="guided JSON")
-        custom_schema = gr.Code(c.custom_schema if c.schema_choice == CUSTOM else "",
-                                language="json", label=f"pasted JSON Schema {i + 1}",
-                                visible=c.schema_choice == CUSTOM, interactive=True)
+        with gr.Column(elem_classes=["pv-hide"]):
+            preset = gr.Dropdown(names, value=preset_name, label=f"preset {i + 1}")
+            with gr.Row():
+                stream = gr.Checkbox(c.stream, label="stream")
+                thinking = gr.Checkbox(c.thinking, label="thinking")
+                ignore_eos = gr.Checkbox(c.ignore_eos, label="fixed length (ignore_eos)")
+            temperature = gr.Slider(0, 2, c.temperature, step=0.05, label="temperature")
+            with gr.Accordion("sampling & length", open=False):
+                top_p = gr.Slider(0.05, 1, c.top_p, step=0.05, label="top_p")
+                top_k = gr.Number(c.top_k, label="top_k (empty = server default)", precision=0)
+                seed = gr.Number(c.seed, label="seed (empty = random)", precision=0)
+            max_tokens = gr.Number(c.max_tokens, label="max_tokens", precision=0)
+            prompt_choice = gr.Radio(PROMPT_CHOICES, value=c.prompt_choice,
+                                     label="system prompt")
+            custom_prompt = gr.Textbox(c.custom_prompt, label="custom system prompt", lines=2,
+                                       visible=c.prompt_choice == CUSTOM)
+            schema_choice = gr.Dropdown(schemas, value=c.schema_choice, label="guided JSON")
+            custom_schema = gr.Code(c.custom_schema if c.schema_choice == CUSTOM else "",
+                                    language="json", label=f"pasted JSON Schema {i + 1}",
+                                    visible=c.schema_choice == CUSTOM, interactive=True)
         col = Column(box, preset, stream, thinking, temperature, top_p, top_k, seed,
                      max_tokens, ignore_eos, prompt_choice, custom_prompt, schema_choice,
                      custom_schema)
         col.error = gr.Markdown(elem_classes=["variant-error"], elem_id=f"error-{i}")
+        # the live feed's status line (never a Gradio value: only the feed writes it)
+        gr.HTML(f'<div id="live-status-{i}" class="live-status"></div>')
         col.metrics = gr.Markdown("", elem_id=f"metrics-{i}")
         col.phases = gr.HTML("", elem_id=f"phases-{i}")
         col.badge = gr.Markdown("", elem_id=f"badge-{i}")
         col.answer = gr.Textbox(label=f"answer {i + 1}", lines=6, max_lines=12,
                                 interactive=False, elem_id=f"answer-{i}")
-        with gr.Accordion("reasoning", open=False):
+        with gr.Accordion("reasoning", open=False, elem_id=f"reasoning-panel-{i}"):
             col.reasoning = gr.Textbox(label=f"reasoning {i + 1}", lines=4, max_lines=10,
-                                       interactive=False)
+                                       interactive=False, elem_id=f"reasoning-{i}")
         with gr.Accordion("View code", open=False):
             col.code_py = gr.Code(language="python", label=f"openai SDK {i + 1}",
                                   interactive=False, elem_id=f"code-py-{i}")

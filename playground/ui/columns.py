@@ -54,8 +54,13 @@ def controls_from_variant(v: Variant) -> Controls:
     )
 
 
-def _int_or_none(value: float | None) -> int | None:
-    return None if value is None or value == "" else int(value)
+def _int_or_none(value: float | None, field: str = "number") -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValidationFailed(field, f"{value!r} is not a whole number") from None
 
 
 def variant_from_controls(c: Controls, library: PresetLibrary) -> Variant:
@@ -66,8 +71,9 @@ def variant_from_controls(c: Controls, library: PresetLibrary) -> Variant:
     guided = _schema(c, library)
     data: dict[str, Any] = dict(
         name=c.name or "variant", stream=c.stream, thinking=c.thinking,
-        temperature=c.temperature, top_p=c.top_p, top_k=_int_or_none(c.top_k),
-        seed=_int_or_none(c.seed), max_tokens=_int_or_none(c.max_tokens) or 0,
+        temperature=c.temperature, top_p=c.top_p, top_k=_int_or_none(c.top_k, "top_k"),
+        seed=_int_or_none(c.seed, "seed"),
+        max_tokens=_int_or_none(c.max_tokens, "max_tokens") or 0,
         ignore_eos=c.ignore_eos, prompt=prompt, guided_json=guided,
     )
     try:

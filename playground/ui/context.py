@@ -8,8 +8,10 @@ from pathlib import Path
 
 from playground.core.client import ClientPool
 from playground.core.measure_loop import MeasureLoop
+from playground.core.port import Remembering
 from playground.core.record import RequestRecord
 from playground.core.runner import Recording
+from playground.core.warmup import WarmState, warm_server
 from playground.errors import PlaygroundError
 from playground.lab.store import RunStore
 from playground.server.floor import server_floor
@@ -17,6 +19,7 @@ from playground.server.managed import ManagedServer
 from playground.settings import Settings
 from playground.specs.experiments import load_dataset
 from playground.specs.presets import PresetLibrary
+from playground.ui.live_feed import Feeds
 
 
 def load_examples(presets_dir: Path, limit: int = 12) -> list[str]:
@@ -38,6 +41,9 @@ class UIContext:
     concurrency_limit: int = 16
     measure: MeasureLoop = field(default_factory=MeasureLoop)
     servers: dict[int, ManagedServer] = field(default_factory=dict)  # Server tab, by port
+    warm: WarmState = field(default_factory=WarmState)  # the warm-up of a server we started
+    feeds: Feeds = field(default_factory=Feeds)  # live text of the runs in flight
+    port: Remembering = field(default_factory=Remembering)  # server facts, briefly cached
     _pools: dict[str, ClientPool] = field(default_factory=dict)
     _floors: dict[str, float | None] = field(default_factory=dict)
 
@@ -67,6 +73,14 @@ class UIContext:
         if base_url not in self._floors:
             self._floors[base_url] = server_floor(self.settings, base_url, api_key)
         return self._floors[base_url]
+
+    def start_warmup(self) -> None:
+        """Warm the configured server in the background (measuring loop); the UI shows
+        "warming up" until it is done, and labels a run made meanwhile as cold."""
+        key = self.settings.api_key_value()
+        self.warm.state = "warming"
+        self.measure.submit(warm_server(self.pool(key), self.settings.base_url, key,
+                                        self.settings.model, self.library, self.warm))
 
     def store_run(self, recs: list[Recording]) -> None:
         run = RunStore(self.settings.runs_dir).new_run("playground")

@@ -3,10 +3,11 @@ its own thread) and the UI only samples what they produced, then cancels them on
 
 - `follow` pumps any async iterator of events (a benchmark, a claims board) into batches the
   Benchmark and Claims tabs render at most every `refresh_s`.
-- `live_updates` samples a comparison's Recordings (live requests or a replay) into the
-  Playground's column updates, text at most every TEXT_INTERVAL_S, figures every
-  PLOT_INTERVAL_S: on a 2-core machine, rendering every chunk made the browser fall seconds
-  behind and stole CPU from the server (benchmarks/ui_fidelity.py).
+- `until_done` waits for a comparison (live requests, a replay or a ladder) while its live feed
+  (ui/live_feed) streams it to the page; Stop and a closed page end it.
+- `LiveFrame` holds the value of every output of a run's Gradio event: plain strings, returned
+  whole with pre/postprocessing off (Gradio rebuilds every output a handler skips and runs each
+  output's postprocess on a worker thread).
 """
 
 from __future__ import annotations
@@ -15,16 +16,16 @@ import asyncio
 import queue
 import time
 from collections.abc import AsyncIterator, Coroutine, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from playground.core.measure_loop import MeasureLoop
 from playground.core.runner import Recording
-from playground.outputs import figures
-from playground.ui.render import badge_md, error_md, metrics_md, phases_html
+from playground.ui.live_feed import Feed
+from playground.ui.render import metrics_md
 
 T = TypeVar("T")
-TEXT_INTERVAL_S = 0.1
-PLOT_INTERVAL_S = 0.2
 
 
 async def follow(measure: MeasureLoop, events: AsyncIterator[T], refresh_s: float = 1.0,
@@ -60,59 +61,66 @@ async def follow(measure: MeasureLoop, events: AsyncIterator[T], refresh_s: floa
             future.cancel()
 
 
-def column_updates(slots: Sequence[Any], recs: Sequence[Recording],
-                   floor_ms: float | None = None) -> dict[Any, Any]:
-    now = time.perf_counter()
-    out: dict[Any, Any] = {}
-    for c, rec in zip(slots, recs, strict=True):
-        out[c.answer] = rec.content
-        out[c.reasoning] = rec.reasoning
-        out[c.metrics] = metrics_md(rec, now, floor_ms)
-        out[c.phases] = phases_html(rec) if rec.finished else ""
-        out[c.badge] = badge_md(rec)
-        out[c.error] = error_md(rec)
-    return out
+@dataclass
+class LiveRun:
+    """A run in flight on the measuring loop; `stop()` is the Stop button."""
+
+    future: Future[Any]
+
+    def stop(self) -> None:
+        if not self.future.done():
+            self.future.cancel()
 
 
-def final_updates(slots: Sequence[Any], recs: Sequence[Recording], timeline: Any, bars: Any,
-                  floor_ms: float | None) -> dict[Any, Any]:
-    out = column_updates(slots, recs, floor_ms)
-    out.update({timeline: figures.timeline(recs, floor_ms), bars: figures.latency_bars(recs)})
-    return out
+def submit(measure: MeasureLoop, work: Coroutine[Any, Any, Any]) -> LiveRun:
+    return LiveRun(measure.submit(work))
 
 
-async def live_updates(measure: MeasureLoop, work: Coroutine[Any, Any, Any],
-                       recs: Sequence[Recording], slots: Sequence[Any], timeline: Any,
-                       bars: Any, floor_ms: float | None = None) -> AsyncIterator[dict]:
-    """Run `work` (a coroutine that fills `recs`: live requests or a replay) on the measuring
-    loop and yield sampled UI updates; this loop only reads the recordings."""
-    future = measure.submit(work)
-    driver = asyncio.wrap_future(future)
-    seen = [-1] * len(recs)
-    # First figures only after PLOT_INTERVAL_S: the first tokens' text must not queue behind
-    # two plotly renders in the browser.
-    last_plot = time.perf_counter()
+async def until_done(run: LiveRun, recs: Sequence[Recording]) -> None:
+    """Wait for the run (Stop ends it early). If this waiter is cancelled (browser gone), the
+    run is cancelled. Either way, return only once every recording is final (bounded by the
+    runner's own cleanup)."""
     try:
-        while True:
-            done = driver.done()
-            changed = [i for i, r in enumerate(recs) if r.events != seen[i]]
-            if changed or done:
-                for i in changed:
-                    seen[i] = recs[i].events
-                update = column_updates([slots[i] for i in changed],
-                                        [recs[i] for i in changed], floor_ms)
-                now = time.perf_counter()
-                if done or now - last_plot >= PLOT_INTERVAL_S:
-                    last_plot = now
-                    update[timeline] = figures.timeline(recs, floor_ms)
-                    update[bars] = figures.latency_bars(recs)
-                yield update
-            if done:
-                return
-            await asyncio.wait({driver}, timeout=TEXT_INTERVAL_S)
+        await asyncio.wait({asyncio.wrap_future(run.future)})
     finally:
-        if not future.done():  # Stop pressed / browser gone: cancel -> streams close -> abort
-            future.cancel()
-            while not all(r.finished for r in recs):  # bounded by the runner's own cleanup
-                await asyncio.sleep(0.01)
-        await asyncio.gather(driver, return_exceptions=True)
+        run.stop()
+        while not all(r.finished for r in recs):
+            await asyncio.sleep(0.01)
+
+
+@dataclass
+class LiveFrame:
+    """The value of every live output of the Playground tab (answers, reasoning, metrics of
+    each column), in `Stage.live_outputs()` order: set when a run starts and when it ends;
+    in between, everything the audience sees streams through the run's live feed."""
+
+    n: int
+    token: str = ""
+    feed: Feed | None = None
+    answer: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.answer = self.answer or [""] * self.n
+        self.reasoning = self.reasoning or [""] * self.n
+        self.metrics = self.metrics or [""] * self.n
+
+    def values(self) -> list[str]:
+        return [*self.answer, *self.reasoning, *self.metrics]
+
+    def ended(self) -> list[str]:
+        """The values of a run that ends before it starts (bad input, server down)."""
+        if self.feed is not None:
+            self.feed.finish()
+        return self.values()
+
+    def final(self, recs: Sequence[Recording], where: Sequence[int], *,
+              floor_ms: float | None = None, notes: Sequence[str] = ()) -> list[str]:
+        now = time.perf_counter()
+        for k, (rec, col) in enumerate(zip(recs, where, strict=True)):
+            self.answer[col] = rec.content
+            self.reasoning[col] = rec.reasoning
+            note = notes[k] if k < len(notes) else ""
+            self.metrics[col] = note + metrics_md(rec, now, floor_ms)
+        return self.values()

@@ -3,49 +3,43 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
 
-from playground.core import request
 from playground.core.compare import prepare
 from playground.core.preflight import MAX_PROMPT_CHARS, check_prompt
-from playground.core.record import RequestRecord
-from playground.core.runner import Recording, run_to_end
+from playground.core.runner import run_to_end
 from playground.errors import PlaygroundError, ValidationFailed
-from playground.outputs import figures
 from playground.outputs.fmt import demo_notice
 from playground.server.http import aserver_info
-from playground.ui import replay_panel
-from playground.ui.column_view import Column, column, controls_values, wire_column
-from playground.ui.columns import (
-    MAX_COLUMNS,
-    variant_from_controls,
-)
+from playground.ui import ladder_panel, replay_panel
+from playground.ui.column_view import column, controls_values, wire_column
+from playground.ui.columns import MAX_COLUMNS, variant_from_controls
 from playground.ui.context import UIContext
-from playground.ui.live import final_updates, live_updates
+from playground.ui.live_feed import FOLLOW_JS
+from playground.ui.stage import Session, Shown, Stage, record_history
 
-
-@dataclass
-class Session:
-    """Per-browser-session state (gr.State)."""
-
-    runs: int = 0
-    history: list[dict[str, Any]] = field(default_factory=list)
-    last: list[RequestRecord] = field(default_factory=list)
+PRESENTER_JS = """() => {
+  const on = document.body.classList.toggle('presenter');
+  const b = document.querySelector('#presenter-toggle');
+  if (b) b.textContent = on ? 'Show controls' : 'Presenter view';
+}"""
 
 
 def build(ctx: UIContext, demo: gr.Blocks) -> None:
     """Lay out the tab inside the current gr.Blocks and wire its events."""
     session = gr.State(Session())
-    with gr.Accordion("Server connection", open=False), gr.Row():
+    with gr.Accordion("Server connection", open=False, elem_classes=["pv-hide"]), gr.Row():
         base_url = gr.Textbox(ctx.settings.base_url, label="base URL", scale=3)
         api_key = gr.Textbox("", label="API key (optional; never shown again)",
                              type="password", scale=2)
         model = gr.Dropdown([], label="model", allow_custom_value=True, scale=2)
         connect = gr.Button("Connect", scale=1)
-    server_status = gr.Markdown("_connecting…_", elem_id="server-status")
+    server_status = gr.Markdown("_connecting…_", elem_id="server-status",
+                                elem_classes=["pv-hide"])
+    warm_status = gr.Markdown(ctx.warm.text(), elem_id="warmup-status")
+    warm_timer = gr.Timer(1.0, active=ctx.warm.warming)
     if ctx.library.errors:
         gr.Markdown("⚠️ Skipped bad preset files (the good ones are loaded):\n"
                     + "\n".join(f"- {e}" for e in ctx.library.errors), elem_id="bad-presets")
@@ -53,31 +47,39 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
     prompt = gr.Textbox(ctx.examples[0] if ctx.examples else "", label="prompt", lines=2,
                         max_length=MAX_PROMPT_CHARS)
     if ctx.examples:
-        gr.Examples([[e] for e in ctx.examples[:8]], inputs=[prompt], label="address examples")
+        with gr.Column(elem_classes=["pv-hide"]):
+            gr.Examples([[e] for e in ctx.examples[:8]], inputs=[prompt],
+                        label="address examples")
     with gr.Row():
         n_columns = gr.Slider(2, MAX_COLUMNS, 2, step=1, label="variants", scale=2)
         mode = gr.Radio(["concurrent", "sequential (fair)"], value="concurrent",
                         label="run mode", scale=2)
         run_btn = gr.Button("Run", variant="primary", scale=1)
         stop_btn = gr.Button("Stop", variant="stop", scale=1)
+        presenter = gr.Button("Presenter view", scale=1, elem_id="presenter-toggle")
+    # Written by the live feed only (never a Gradio value, so Gradio never redraws them).
+    gr.HTML('<div id="hl-live"></div>', elem_id="headline")
+    token = gr.Textbox("", visible=False)
     with gr.Row(equal_height=False):
         columns = [column(i, ctx) for i in range(MAX_COLUMNS)]
-    with gr.Row():
-        timeline = gr.Plot(label="token timeline", elem_id="timeline-plot")
-        bars = gr.Plot(label="latency bars", elem_id="bars-plot")
-    with gr.Accordion("This session's history", open=False):
-        history_plot = gr.Plot(label="history")
+    gr.HTML('<div class="plot-title">token timeline</div><div id="tl-live"></div>'
+            '<div class="plot-title">latency</div><div id="bars-live"></div>',
+            elem_id="live-plots")
+    with gr.Accordion("This session's history", open=False, elem_id="history-panel"):
+        history_plot = gr.HTML("", elem_id="history-plot")
         history_table = gr.Dataframe(headers=["run", "variant", "ttft_ms", "e2e_ms", "tokens"],
-                                     interactive=False)
-    replay_panel.build(ctx, columns, n_columns, prompt, timeline, bars, session,
-                       open_=ctx.replay_only)
-    with gr.Accordion("Save columns as a preset", open=False):
+                                     interactive=False, elem_id="history-table")
+    stage = Stage(columns, history_plot, history_table, token, feeds=ctx.feeds,
+                  limit=ctx.concurrency_limit)
+    view = ladder_panel.build(ctx, stage, session, n_columns, prompt, base_url, api_key, model)
+    replay_panel.build(ctx, stage, n_columns, prompt, session, view, open_=ctx.replay_only)
+    with gr.Accordion("Save columns as a preset", open=False, elem_classes=["pv-hide"]):
         with gr.Row():
             save_col = gr.Dropdown([str(i + 1) for i in range(MAX_COLUMNS)], value="1",
                                    label="column")
             save_name = gr.Textbox(label="preset name (letters, digits, - _ .)")
             save_btn = gr.Button("Save")
-        save_status = gr.Markdown()
+        save_status = gr.Markdown(elem_id="save-status")
 
     # --- connection ------------------------------------------------------------------------
     async def do_connect(url: str, key: str) -> dict[Any, Any]:
@@ -110,90 +112,78 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         wire_column(c, ctx, base_url, model)
 
     # --- run ----------------------------------------------------------------------------------
-    all_inputs = {session, base_url, api_key, model, prompt, n_columns, mode}
+    run_inputs = [token, session, base_url, api_key, model, prompt, n_columns, mode]
     for c in columns:
-        all_inputs |= {c.preset, *c.controls()}
-    all_outputs = [timeline, bars, history_plot, history_table, session]
-    for c in columns:
-        all_outputs += [*c.outputs(), c.code_py, c.code_curl]
+        run_inputs += [c.preset, *c.controls()]
+    per_column = 1 + len(columns[0].controls())
 
-    async def do_run(data: dict[Any, Any]):
-        sess: Session = data[session]
-        n = int(data[n_columns])
-        url, key = data[base_url].strip(), data[api_key] or ctx.settings.api_key_value()
-        text = data[prompt] or ""
-        cleared: dict[Any, Any] = {}
-        for c in columns:
-            cleared.update({c.answer: "", c.reasoning: "", c.badge: "", c.metrics: "",
-                            c.error: ""})
-        try:
+    async def do_run(tok: str, sess: Session, url: str, key: str, model_name: str | None,
+                     text: str | None, n_cols: float, run_mode: str, *cols: Any) -> list[str]:
+        if sess.active is not None:  # (its page keeps following the run in flight)
+            gr.Warning("a run is already in progress in this tab: Stop it first")
+            return [gr.skip()] * len(stage.live_outputs())
+        frame = stage.frame(tok)
+        n = int(n_cols)
+        url, key = str(url).strip(), key or ctx.settings.api_key_value()
+        text = text or ""
+        shown = Shown("run", url=url, cold=ctx.warm.warming)
+        sess.shown = shown
+        try:  # the page cleared the columns at the click (FOLLOW_JS); nothing to send yet
             check_prompt(text)
         except ValidationFailed as e:
             gr.Warning(str(e))
-            yield cleared
-            return
+            return frame.ended()
         variants: list[Any] = []
-        for i, c in enumerate(columns[:n]):
-            vals = [data[x] for x in c.controls()]
+        for i in range(n):
+            preset, *vals = cols[i * per_column:(i + 1) * per_column]
             try:
                 variants.append(variant_from_controls(controls_values(
-                    data[c.preset] or f"variant-{i + 1}", vals), ctx.library))
+                    preset or f"variant-{i + 1}", vals), ctx.library))
             except ValidationFailed as e:
                 variants.append(e)
         chosen = [v for v in variants if not isinstance(v, ValidationFailed)]
         try:
-            prepared = await prepare(url, key, data[model] or None, chosen, text)
-        except ValidationFailed as e:  # the prompt, or the model: nothing is sent
+            prepared = await prepare(url, key, model_name or None, chosen, text, port=ctx.port)
+        except PlaygroundError as e:  # the prompt, the model, the server: nothing is sent
             gr.Warning(str(e))
-            yield {**cleared, **{c.error: f"❌ **not sent** -- {e}" for c in columns[:n]}}
-            return
-        except PlaygroundError as e:
-            gr.Warning(str(e))
-            yield {**cleared, **{c.error: f"❌ {e}" for c in columns[:n]}}
-            return
+            why = f"❌ **not sent** -- {e}" if isinstance(e, ValidationFailed) else f"❌ {e}"
+            shown.errors = {i: why for i in range(n)}
+            return frame.ended()
         outcomes = iter(prepared.slots)
-        recs: list[Recording] = []
-        slots: list[Column] = []
-        for c, v in zip(columns[:n], variants, strict=True):
+        for i, v in enumerate(variants):
             got = v if isinstance(v, ValidationFailed) else next(outcomes)
             if isinstance(got, ValidationFailed):
-                cleared[c.error] = f"❌ **not sent** -- {got}"
+                shown.errors[i] = f"❌ **not sent** -- {got}"
                 continue
-            recs.append(got)
-            slots.append(c)
-            cleared[c.code_py] = request.python_snippet(got.request, url)
-            cleared[c.code_curl] = request.curl_snippet(got.request, url)
-        yield cleared
-        if not recs:
-            return
-        pool = ctx.pool(key)
-        run_mode = "sequential" if str(data[mode]).startswith("sequential") else "concurrent"
+            shown.recs.append(got)
+            shown.where.append(i)
+        if not shown.recs:
+            return frame.ended()
+        mode_ = "sequential" if str(run_mode).startswith("sequential") else "concurrent"
+        shown.floor_ms = await asyncio.to_thread(ctx.floor_ms, url, key)
+        work = run_to_end(ctx.pool(key), shown.recs, mode=mode_,
+                          timeout_s=ctx.settings.timeout_s)
         try:
-            work = run_to_end(pool, recs, mode=run_mode, timeout_s=ctx.settings.timeout_s)
-            floor_ms = await asyncio.to_thread(ctx.floor_ms, url, key)
-            async for update in live_updates(ctx.measure, work, recs, slots, timeline, bars,
-                                             floor_ms):
-                yield update
+            values = await stage.play(sess, shown, work, ctx.measure, frame)
         finally:  # also on Stop: finished and partial (marked cancelled) results are kept
-            ctx.store_run(recs)
-        sess.runs += 1
-        for rec in recs:
-            m = rec.metrics()
-            sess.history.append({"run": sess.runs, "variant": rec.variant.name,
-                                 "ttft_ms": m.ttft_ms, "e2e_ms": m.e2e_ms,
-                                 "tokens": m.completion_tokens})
-        sess.last = [RequestRecord.of(r) for r in recs]
-        final = final_updates(slots, recs, timeline, bars, floor_ms)
-        final.update({history_plot: figures.history(sess.history),
-                      history_table: [[h["run"], h["variant"], _r(h["ttft_ms"]),
-                                       _r(h["e2e_ms"]), h["tokens"]] for h in sess.history],
-                      session: sess})
-        yield final
+            ctx.store_run(shown.recs)
+        record_history(sess, shown.recs)
+        return values
 
-    run_event = run_btn.click(do_run, all_inputs, all_outputs, api_name=False,
-                              concurrency_limit=ctx.concurrency_limit,
-                              concurrency_id="runs")
-    stop_btn.click(None, None, None, cancels=[run_event], api_name=False)
+    run_event = run_btn.click(do_run, run_inputs, stage.live_outputs(), api_name=False,
+                              preprocess=False, postprocess=False, show_progress="hidden",
+                              js=FOLLOW_JS, queue=False)
+    run_event.then(stage.final_values, session, stage.final_outputs(), api_name=False,
+                   show_progress="hidden")
+    stop_btn.click(lambda sess: sess.stop(), session, None, api_name=False, queue=False)
+    presenter.click(None, None, None, js=PRESENTER_JS, api_name=False)
+
+    def warm_tick() -> list[Any]:
+        return [ctx.warm.text(), gr.Timer(active=ctx.warm.warming)]
+
+    warm_timer.tick(warm_tick, None, [warm_status, warm_timer], api_name=False,
+                    show_progress="hidden")
+    demo.load(warm_tick, None, [warm_status, warm_timer], api_name=False)
 
     # --- save preset --------------------------------------------------------------------------
     save_inputs = {save_col, save_name}
@@ -217,5 +207,4 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
                    api_name=False)
 
 
-def _r(v: float | None) -> float | None:
-    return None if v is None else round(v, 1)
+

@@ -1,8 +1,11 @@
-"""PURE: a live Recording -> the strings one column shows (metrics line, badge, error)."""
+"""PURE: live Recordings -> the strings the Playground shows (metrics line, badge, error, the
+presenter's headline row)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from html import escape
 
 from playground.core.metrics import Metrics, residual_ms, server_parts
 from playground.core.phases import breakdown
@@ -92,3 +95,65 @@ def error_md(rec: Recording) -> str:
         return ""
     kept = " Partial output above was kept." if (rec.content or rec.reasoning) else ""
     return f"❌ **{type(rec.error).__name__}**: {rec.error}{kept}"
+
+
+def _speedup(base: float | None, this: float | None) -> str:
+    if base is None or this is None or this <= 0:
+        return ""
+    ratio = base / this
+    if ratio >= 1.05:
+        return f"{ratio:.1f}× faster than column 1"
+    if ratio <= 0.95:
+        return f"{1 / ratio:.1f}× slower than column 1"
+    return "same as column 1"
+
+
+def headline_html(recs: Sequence[Recording], now: float | None = None, token: str = "") -> str:
+    """The presenter's row: per column, in large type, when the first character became visible,
+    the E2E and how it compares with column 1 (the first column is the baseline)."""
+    live = f' data-live="{escape(token)}"' if token else ""
+    if not recs:
+        return f'<div class="hl-row" id="headline-row"{live}></div>'
+    waits = [r.metrics().visible_wait_ms if r.error is None else None for r in recs]
+    cards = []
+    for i, r in enumerate(recs):
+        m = r.metrics()
+        wait = waits[i]
+        if r.error is not None:
+            big, small, cmp = "failed", escape(type(r.error).__name__), ""
+        elif wait is None:
+            big = "…" if r.status in ("pending", "running") else "-"
+            small, cmp = ("stopped" if r.status == "cancelled" else "waiting for the first "
+                          "character"), ""
+        else:
+            big = ms(wait)
+            small = f"E2E {ms(m.e2e_ms)}" if r.finished and m.e2e_ms is not None else "E2E …"
+            if r.status == "cancelled":
+                small += " (stopped)"
+            cmp = "baseline" if i == 0 else _speedup(waits[0], wait)
+        cards.append(
+            f'<div class="hl-card hl-{i}"><div class="hl-name">{i + 1}. '
+            f'{escape(r.variant.name)}</div><div class="hl-big">{big}</div>'
+            f'<div class="hl-label">first visible character</div>'
+            f'<div class="hl-small">{small}</div><div class="hl-cmp">{cmp}</div></div>')
+    return f'<div class="hl-row" id="headline-row"{live}>{"".join(cards)}</div>'
+
+
+def status_html(rec: Recording, now: float | None = None, started: float | None = None
+                ) -> str:
+    """The one-line live status of a column while its run streams (the live feed's);
+    `started`: when the run began (a request counts as sent once the server answers)."""
+    now = time.perf_counter() if now is None else now
+    t0 = rec.raw.t_send
+    elapsed = "" if t0 is None else f" · {now - t0:.1f} s"
+    if rec.status == "pending":
+        since = "" if started is None else f" · {now - started:.1f} s since Run"
+        return f"<em>waiting for the server…{since}</em>"
+    if rec.status == "running":
+        if rec.raw.streaming:
+            first = rec.raw.t_first_token
+            ttft = "" if first is None or t0 is None else f" · TTFT {ms((first - t0) * 1000)}"
+            return f"<em>running… {len(rec.raw.token_times)} chunks{ttft}{elapsed}</em>"
+        return f"<em>non-streaming: nothing visible until the whole answer arrives{elapsed}</em>"
+    m = rec.metrics()
+    return f"<em>{escape(rec.status)} · E2E {ms(m.e2e_ms, '-')}</em>"

@@ -4,17 +4,28 @@ re-stream every column at its recorded pace, with no server. Also: save the last
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from playground.errors import PlaygroundError
-from playground.lab.replay import MAX_BYTES, from_history, load, play, recordings, save
+from playground.lab.ladder import from_environment
+from playground.lab.replay import (
+    MAX_BYTES,
+    RecordingFile,
+    from_history,
+    load,
+    play,
+    recordings,
+    save,
+)
 from playground.lab.store import RunStore
 from playground.outputs.fmt import DEMO_NOTICE
 from playground.ui.context import UIContext
-from playground.ui.live import final_updates, live_updates
+from playground.ui.live_feed import FOLLOW_JS
+from playground.ui.stage import Session, Shown, Stage
 
 
 def recording_choices(ctx: UIContext) -> list[str]:
@@ -26,8 +37,10 @@ def recording_choices(ctx: UIContext) -> list[str]:
     return [str(p) for p in [*shipped, *saved, *runs]]
 
 
-def build(ctx: UIContext, columns: list[Any], n_columns: Any, prompt: Any, timeline: Any,
-          bars: Any, session: Any, *, open_: bool = False) -> None:
+def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: Any,
+          ladder_view: tuple[list[Any], Callable[[Session], list[Any]]], *,
+          open_: bool = False) -> None:
+    columns = stage.columns
     choices = recording_choices(ctx)
     with gr.Accordion("Replay a recording (no server needed)", open=open_,
                       elem_id="replay-panel"):
@@ -37,7 +50,8 @@ def build(ctx: UIContext, columns: list[Any], n_columns: Any, prompt: Any, timel
                                scale=4, elem_id="replay-pick")
             upload = gr.File(label=f"or upload (.json / .jsonl, max {MAX_BYTES // 2**20} MiB)",
                              file_types=[".json", ".jsonl"], type="filepath", scale=2)
-            speed = gr.Slider(0.25, 4, 1, step=0.25, label="speed", scale=1)
+            speed = gr.Slider(0.25, 4, 1, step=0.25, label="speed", scale=1,
+                              elem_id="replay-speed")
         with gr.Row():
             replay_btn = gr.Button("Replay", variant="primary", elem_id="replay-run")
             stop_btn = gr.Button("Stop replay", variant="stop")
@@ -45,49 +59,71 @@ def build(ctx: UIContext, columns: list[Any], n_columns: Any, prompt: Any, timel
         info = gr.Markdown("", elem_id="replay-info")
         saved_file = gr.File(label="recording", interactive=False)
 
-    outputs = [info, n_columns, prompt, timeline, bars]
-    for c in columns:
-        outputs += [*c.outputs(), c.preset]
+    head_outputs = [info, n_columns, prompt, *[c.preset for c in columns]]
 
-    async def do_replay(choice: str | None, uploaded: str | None, rate: float):
-        path = uploaded or choice
+    def check(path: str | None, sess: Session) -> RecordingFile:
+        """The recording, or a gr.Error that names what is wrong with it."""
         if not path:
             raise gr.Error("recording: pick one from the list or upload a file")
+        if sess.active is not None:
+            raise gr.Error("a run is already in progress in this tab: Stop it first")
         try:
             rec = load(Path(path))
         except PlaygroundError as e:
             raise gr.Error(str(e)) from None
-        n = len(rec.columns)
-        if n > len(columns):
-            raise gr.Error(f"recording: has {n} columns; the playground shows at most "
-                           f"{len(columns)}")
-        recs = recordings(rec)
-        slots = columns[:n]
+        if len(rec.columns) > len(columns):
+            raise gr.Error(f"recording: has {len(rec.columns)} columns; the playground shows "
+                           f"at most {len(columns)}")
+        return rec
+
+    def do_head(choice: str | None, uploaded: str | None, rate: float, sess: Session
+                ) -> list[Any]:
+        """Set up the columns (names, prompt, the note); `do_play`, fired by the same click,
+        plays the recording -- neither waits for the other."""
+        rec = check(uploaded or choice, sess)
         env = rec.environment
         where = ", ".join(f"{k}: {v}" for k, v in env.items() if k in (
             "accelerator", "vllm_version", "model", "server_flags", "note"))
         if env.get("demo_model"):
             where += f" · {DEMO_NOTICE}"
-        head: dict[Any, Any] = {
-            info: f"▶️ **replaying** _{rec.title}_ ({rec.created}) at {rate:g}x -- recorded "
-                  f"timings, no server involved. {where}",
-            n_columns: max(2, n), prompt: rec.prompt}
         names = set(ctx.library.variants)
-        for c, r in zip(columns, [*recs, *[None] * len(columns)], strict=False):
-            head.update({c.answer: "", c.reasoning: "", c.badge: "", c.metrics: "",
-                         c.error: "", c.phases: ""})
-            if r is not None and r.variant.name in names:
-                head[c.preset] = r.variant.name
-        yield head
-        floor_ms = env.get("floor_ms")
-        async for update in live_updates(ctx.measure, play(rec, recs, speed=rate), recs,
-                                         slots, timeline, bars, floor_ms):
-            yield update
-        yield final_updates(slots, recs, timeline, bars, floor_ms)
+        presets: list[Any] = [gr.skip()] * len(columns)
+        for i, col in enumerate(rec.columns):
+            if col.variant.get("name") in names:
+                presets[i] = col.variant["name"]
+        text = (f"▶️ **replaying** _{rec.title}_ ({rec.created}) at {rate:g}x -- recorded "
+                f"timings, no server involved. {where}")
+        return [text, max(2, len(rec.columns)), rec.prompt, *presets]
 
-    ev = replay_btn.click(do_replay, [pick, upload, speed], outputs, api_name=False,
-                          concurrency_limit=ctx.concurrency_limit, concurrency_id="runs")
-    stop_btn.click(None, None, None, cancels=[ev], api_name=False)
+    async def do_play(tok: str, choice: str | None, uploaded: str | None, rate: float,
+                      sess: Session) -> list[Any]:
+        try:
+            rec = check(uploaded or choice, sess)  # (do_head shows the error)
+        except gr.Error:
+            return [gr.skip()] * len(stage.live_outputs())
+        recs = recordings(rec)
+        shown = Shown("replay", recs=recs, where=list(range(len(recs))),
+                      floor_ms=rec.environment.get("floor_ms"))
+        steps = from_environment(rec.environment, recs)
+        if steps is not None:  # a played ladder: its skipped steps keep their columns
+            shown.ladder, shown.ladder_slots = steps
+            shown.where = [i for i, s in enumerate(steps[1]) if not isinstance(s, str)]
+            shown.errors = {i: f"⏭️ {s}" for i, s in enumerate(steps[1]) if isinstance(s, str)}
+        frame = stage.frame(tok)
+        return await stage.play(sess, shown, play(rec, recs, speed=float(rate)), ctx.measure,
+                                frame)
+
+    replay_btn.click(do_head, [pick, upload, speed, session], head_outputs, api_name=False,
+                     queue=False)
+    replay_btn.click(do_play, [stage.token, pick, upload, speed, session],
+                     stage.live_outputs(), api_name=False,  # preprocessed: the upload's
+                     postprocess=False, show_progress="hidden", js=FOLLOW_JS,  # path is
+                     queue=False  # checked by Gradio, the pick against its choices
+                     ).then(stage.final_values, session, stage.final_outputs(),
+                            api_name=False, show_progress="hidden"
+                            ).then(ladder_view[1], session, ladder_view[0], api_name=False,
+                                   show_progress="hidden")
+    stop_btn.click(lambda sess: sess.stop(), session, None, api_name=False, queue=False)
 
     def do_save(sess: Any) -> list[Any]:
         if not getattr(sess, "last", None):

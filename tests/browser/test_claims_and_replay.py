@@ -59,14 +59,19 @@ def ms(text: str, label: str) -> float:
     return float(m.group(1).replace(",", ""))
 
 
+def open_recording(page: Page, path: Path) -> None:
+    """Upload a recording into the replay panel (not yet pressing Replay)."""
+    page.locator("#replay-panel").get_by_text("Replay a recording").click()
+    page.locator("#replay-panel input[type=file]").set_input_files(str(path))
+
+
 def test_replay_restreams_both_columns_in_recorded_order_and_pace(page: Page,
                                                                   tmp_path: Path) -> None:
     fast = recorded("fast-stream", True, 10.0,
                     [(11.0 + 0.1 * i, f"tok{i} ") for i in range(8)], 11.7)
     slow = recorded("slow-nonstream", False, 10.0, [(0, "the whole answer")], 14.0)
-    path = save(from_history([fast, slow], title="synthetic"), tmp_path / "synthetic.json")
-    page.locator("#replay-panel").get_by_text("Replay a recording").click()
-    page.locator("#replay-panel input[type=file]").set_input_files(str(path))
+    open_recording(page, save(from_history([fast, slow], title="synthetic"),
+                              tmp_path / "synthetic.json"))
     time.sleep(1)  # let the upload land before pressing Replay
     page.locator("#replay-run").click()
     expect(page.locator("#replay-info")).to_contain_text("replaying", timeout=30_000)

@@ -38,8 +38,9 @@ def test_compare_seed_default_and_all_optimizations(page: Page) -> None:
     expect(page.locator("#phases-1")).to_contain_text("prefill")
     expect(page.locator("#metrics-1")).to_contain_text("physical floor")
     expect(page.locator("#answer-1 textarea")).not_to_have_value("")
-    expect(page.locator("#timeline-plot .js-plotly-plot")).to_be_visible()
-    expect(page.locator("#bars-plot .js-plotly-plot")).to_be_visible()
+    expect(page.locator("#tl-live svg")).to_be_visible()
+    expect(page.locator("#bars-live svg")).to_contain_text("E2E")
+    expect(page.locator("#hl-live")).to_contain_text("first visible character")
     page.get_by_text("View code").nth(1).click()
     code = page.locator("#code-py-1")
     expect(code).to_contain_text("chat.completions.create")
@@ -84,6 +85,12 @@ def test_stop_ends_a_long_generation_on_the_server(page: Page, vllm_server: str)
     while running(vllm_server) > 0 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert running(vllm_server) == 0
+    # the column says so, keeps what arrived, and shows no error (1500 tokens take minutes on
+    # this CPU: a Stop that did nothing would leave the columns running)
+    for i in range(2):
+        expect(page.locator(f"#metrics-{i}")).to_contain_text("stopped (partial output kept)",
+                                                              timeout=30_000)
+        expect(page.locator(f"#error-{i}")).to_have_text("")
 
 
 def test_benchmark_tab_runs_an_experiment(page: Page) -> None:

@@ -1,0 +1,149 @@
+"""The ladder inside the Playground tab: one click plays an article's table of optimizations
+live, one step per column, one step after another, then draws what each step saved and where
+each step's time went. A played ladder can be saved as a recording; replaying it (e.g. on a
+Space with no server) draws the same view."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from html import escape
+from typing import Any
+
+import gradio as gr
+
+from playground.core.compare import prepare
+from playground.core.runner import run_to_end
+from playground.errors import PlaygroundError
+from playground.lab import ladder as lad
+from playground.lab.replay import from_history, save
+from playground.outputs import figures
+from playground.outputs.fmt import ms
+from playground.specs.ladders import Ladder, ladder_names, load_ladder
+from playground.ui.context import UIContext
+from playground.ui.live_feed import FOLLOW_JS
+from playground.ui.stage import Session, Shown, Stage, record_history
+
+
+def table_html(ladder: Ladder, step_rows: list[lad.StepRow]) -> str:
+    head = ("<tr><th>step</th><th>first visible character</th><th>E2E</th>"
+            "<th>saved vs the step before</th><th>article P50 (P95)</th><th>JSON valid</th>"
+            "</tr>")
+    body = []
+    for r, step in zip(step_rows, ladder.steps, strict=True):
+        art = "-" if r.article_p50_ms is None else ms(r.article_p50_ms) + (
+            f" ({ms(step.article_p95_ms)})" if step.article_p95_ms else "")
+        if r.status != "measured":
+            body.append(f"<tr><td>{escape(r.label)}</td><td colspan='4'>"
+                        f"<em>{escape(r.status)}</em></td><td>{art}</td></tr>")
+            continue
+        saved = "-" if r.saved_ms is None else (
+            f"−{ms(r.saved_ms)}" if r.saved_ms >= 0 else f"+{ms(-r.saved_ms)}")
+        valid = "-" if r.json_valid is None else ("yes" if r.json_valid else "no")
+        body.append(f"<tr><td>{escape(r.label)}</td><td><b>{ms(r.visible_ms)}</b></td>"
+                    f"<td>{ms(r.e2e_ms)}</td><td>{saved}</td><td>{art}</td><td>{valid}</td>"
+                    "</tr>")
+    return (f"<p><b>{escape(ladder.title)}</b></p><table class='ladder-table'>{head}"
+            f"{''.join(body)}</table>")
+
+
+def ladder_view(ctx: UIContext, sess: Session) -> list[Any]:
+    shown = sess.shown
+    if shown is None or shown.ladder is None or shown.ladder_slots is None:
+        return [gr.skip(), gr.skip()]
+    try:
+        ladder = load_ladder(ctx.settings.presets_dir, shown.ladder)
+    except PlaygroundError as e:
+        return [f"❌ {escape(str(e))}", gr.skip()]
+    step_rows = lad.rows(ladder, shown.ladder_slots)
+    return [table_html(ladder, step_rows), figures.ladder(step_rows)]
+
+
+def build(ctx: UIContext, stage: Stage, session: Any, n_columns: Any, prompt: Any,
+          base_url: Any, api_key: Any, model: Any
+          ) -> tuple[list[Any], Callable[[Session], list[Any]]]:
+    """Lay out the panel; returns the ladder view's outputs and how to draw them (a replayed
+    ladder recording draws the same view)."""
+    names = ladder_names(ctx.settings.presets_dir)
+    with gr.Accordion("Ladder: an article's table, played live", open=False,
+                      elem_id="ladder-panel"):
+        with gr.Row():
+            pick = gr.Dropdown(names, value=names[0] if names else None,
+                               label="ladder (presets/ladders)",
+                               scale=3, elem_id="ladder-pick")
+            play_btn = gr.Button("Play ladder", variant="primary", scale=1,
+                                 elem_id="ladder-play", interactive=not ctx.replay_only)
+            save_btn = gr.Button("Save ladder as a recording", scale=1)
+        table = gr.HTML("", elem_id="ladder-table")
+        plot = gr.Plot(label="what each step saved", elem_id="ladder-plot")
+        saved_file = gr.File(label="ladder recording", interactive=False)
+
+    async def do_head(name: str | None, text: str, url: str, key: str, model_name: str | None,
+                      sess: Session) -> list[Any]:
+        if sess.active is not None:
+            raise gr.Error("a run is already in progress in this tab: Stop it first")
+        try:
+            ladder = load_ladder(ctx.settings.presets_dir, name or "")
+            key = key or ctx.settings.api_key_value()
+            steps = lad.plan(ladder, ctx.settings.presets_dir)
+            checked = await prepare(url.strip(), key, model_name or None,
+                                    [v for v in steps if not isinstance(v, str)], text,
+                                    port=ctx.port)
+        except PlaygroundError as e:
+            raise gr.Error(str(e)) from None
+        bad = checked.first_error()
+        if bad is not None:
+            raise gr.Error(str(bad))
+        slots = lad.fill(steps, checked.recordings)
+        sess.pending = (ladder, slots, url.strip(), key)
+        return [len(ladder.steps), f"▶️ playing <b>{escape(ladder.title)}</b> step by step…"]
+
+    async def do_play(tok: str, sess: Session) -> list[Any]:
+        if sess.pending is None or not isinstance(sess.pending[0], Ladder):
+            return [gr.skip()] * len(stage.live_outputs())
+        ladder, slots, url, key = sess.pending
+        sess.pending = None
+        shown = Shown("ladder", url=url, cold=ctx.warm.warming, ladder=ladder.name,
+                      ladder_slots=slots)
+        frame = stage.frame(tok)
+        for i, s in enumerate(slots):
+            if isinstance(s, str):
+                shown.errors[i] = f"⏭️ **{ladder.steps[i].label}** -- {s}"
+            else:
+                shown.recs.append(s)
+                shown.where.append(i)
+        shown.floor_ms = await asyncio.to_thread(ctx.floor_ms, url, key)
+        work = run_to_end(ctx.pool(key), shown.recs, mode="sequential",
+                          timeout_s=ctx.settings.timeout_s)
+        try:
+            values = await stage.play(sess, shown, work, ctx.measure, frame)
+        finally:
+            ctx.store_run(shown.recs)
+        record_history(sess, shown.recs)
+        return values
+
+    ev = play_btn.click(do_head, [pick, prompt, base_url, api_key, model, session],
+                        [n_columns, table], api_name=False)
+    ev.success(do_play, [stage.token, session], stage.live_outputs(), api_name=False,
+               preprocess=False, postprocess=False, show_progress="hidden", js=FOLLOW_JS,
+               queue=False
+               ).then(stage.final_values, session, stage.final_outputs(), api_name=False,
+                      show_progress="hidden"
+                      ).then(lambda s: ladder_view(ctx, s), session, [table, plot],
+                             api_name=False, show_progress="hidden")
+
+    def do_save(sess: Session) -> str:
+        shown = sess.shown
+        if shown is None or shown.kind != "ladder" or not sess.last:
+            raise gr.Error("nothing to save yet: play a ladder first")
+        env = lad.environment(shown.ladder or "", shown.ladder_slots or [])
+        if ctx.server_note:
+            env["note"] = ctx.server_note
+        rec = from_history(sess.last, title=f"ladder {shown.ladder} "
+                           f"{time.strftime('%Y-%m-%d %H:%M')}", environment=env)
+        return str(save(rec, ctx.settings.runs_dir / "recordings"
+                        / f"ladder-{time.strftime('%Y%m%d-%H%M%S')}.json"))
+
+    save_btn.click(do_save, session, saved_file, api_name=False)
+    return [table, plot], lambda s: ladder_view(ctx, s)

@@ -1,0 +1,252 @@
+"""The live text channel: a run's answers and reasoning go to the browser over one small
+Server-Sent-Events stream per run, written straight into the columns' text boxes by a few
+lines of page JavaScript, instead of through Gradio's event messages.
+
+Why: Gradio's frontend handles every message of a streaming event by refreshing the loading
+state of every component any event has touched (a structured clone of each one's props, plotly
+figures included). On this app's page that costs ~35 ms of the browser's main thread per
+message, so text sent per chunk fell 0.5-1.2 s behind on a 2-core machine (profile and numbers:
+docs/fidelity.md). This channel's cost per message is one JSON parse and a textarea write.
+
+- A run registers a `Feed` (its recordings, and which column each is shown in) under a random
+  token; the run's first Gradio update carries the token (`data-live` on the headline), and
+  the page script opens `live/<token>`. The token is the capability: only the session that
+  started the run receives it, and it is forgotten shortly after the run ends.
+- The stream sends appended text only, at once for a column's first text, then at most once
+  per FRAME_S; the Gradio event still delivers the final text, so its state and the page agree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from html import escape
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from playground.core.runner import Recording
+from playground.outputs.live_svg import latency_bars, live_timeline
+from playground.ui.render import headline_html, status_html
+
+FRAME_S = 0.03
+POLL_S = 0.004
+HEARTBEAT_S = 0.25  # status lines (elapsed time), the headline and the live timeline
+MAX_FEEDS = 256  # pages followed at once (the least recently used is dropped)
+KEEPALIVE_S = 15.0
+WAIT_S = 30.0  # the page connects at the click, before the run is registered and prepared
+TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{16,64}")
+
+
+@dataclass
+class Feed:
+    """One run, as its page follows it."""
+
+    recs: Sequence[Recording] = ()
+    where: Sequence[int] = ()
+    notes: dict[int, str] = field(default_factory=dict)  # column -> why it was not sent (HTML)
+    started: float = field(default_factory=time.perf_counter)
+    done: bool = False
+
+    def finish(self) -> None:
+        self.done = True
+
+
+class Channel:
+    """One page's live connection, opened when the page loads and kept: at the click there
+    is no connection to set up (a new one waited behind the browser's busy main thread for
+    0.1-0.6 s on a 2-core machine). Each run of that page replaces `feed` and wakes it."""
+
+    def __init__(self) -> None:
+        self.feed: Feed | None = None
+        self.wake = asyncio.Event()
+        self.used = time.monotonic()
+
+
+class Feeds:
+    """The pages that follow their runs live, by the page's token."""
+
+    def __init__(self) -> None:
+        self._channels: dict[str, Channel] = {}
+
+    def _channel(self, token: str) -> Channel:
+        ch = self._channels.get(token)
+        if ch is None:
+            while len(self._channels) >= MAX_FEEDS:  # the least recently used goes
+                oldest = min(self._channels, key=lambda k: self._channels[k].used)
+                del self._channels[oldest]
+            ch = self._channels[token] = Channel()
+        ch.used = time.monotonic()
+        return ch
+
+    def open(self, token: str) -> tuple[str, Feed]:
+        """A feed for the run a page (`token`, from FOLLOW_JS) is starting. A malformed token
+        gets a feed nobody follows: that page then sees the run when it ends, not live."""
+        feed = Feed()
+        if TOKEN_RE.fullmatch(token or ""):
+            ch = self._channel(token)
+            if ch.feed is not None:
+                ch.feed.finish()
+            ch.feed = feed
+            ch.wake.set()
+        return token, feed
+
+    def route(self, path: str = "/live/{token}") -> Route:
+        return Route(path, self._endpoint, methods=["GET"])
+
+    async def _endpoint(self, request: Request) -> Response:
+        token = request.path_params.get("token", "")
+        if not TOKEN_RE.fullmatch(token):
+            return PlainTextResponse("bad live token", status_code=400)
+        return StreamingResponse(follow_channel(self._channel(token)),
+                                 media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache",
+                                          "X-Accel-Buffering": "no"})
+
+
+async def follow_channel(ch: Channel) -> AsyncIterator[bytes]:
+    """A page's stream: every run it starts, one after another; a comment now and then so a
+    closed page is noticed (the write fails and this generator is closed)."""
+    yield b": live\n\n"
+    done: Feed | None = None
+    while True:
+        feed = ch.feed
+        if feed is not None and feed is not done:
+            async for chunk in stream(feed):
+                yield chunk
+            done = feed
+            continue
+        ch.wake.clear()
+        try:
+            await asyncio.wait_for(ch.wake.wait(), timeout=KEEPALIVE_S)
+        except TimeoutError:
+            yield b": keep-alive\n\n"
+
+
+def _event(data: object) -> bytes:
+    return f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+
+def _views(feed: Feed, final: bool) -> dict[str, object]:
+    """Status lines, headline and timeline (and, at the end, the latency bars)."""
+    now = time.perf_counter()
+    status = {str(col): escape(note) for col, note in feed.notes.items()}
+    status.update({str(col): "" if final else status_html(rec, now, feed.started)
+                   for rec, col in zip(feed.recs, feed.where, strict=False)})
+    out: dict[str, object] = {
+        "s": status,
+        "h": headline_html(feed.recs, now), "g": live_timeline(feed.recs, now)}
+    if final:
+        out["b"] = latency_bars(feed.recs)
+    return out
+
+
+async def stream(feed: Feed, *, frame_s: float = FRAME_S, poll_s: float = POLL_S
+                 ) -> AsyncIterator[bytes]:
+    """Appended text of every column as [[element id, start, text], ...] ("t"), at once for a
+    column's first text and at most once per `frame_s`; the views on every heartbeat and
+    state change; the final views and {"end": true} when the run is over."""
+    sent: dict[str, int] = {}
+    last = last_views = float("-inf")
+    state: list[tuple[str, bool]] = []
+    deadline = time.monotonic() + WAIT_S
+    while not feed.recs and not feed.done and time.monotonic() < deadline:
+        await asyncio.sleep(poll_s)
+    if not feed.recs:  # nothing was sent (bad input, server down): the Gradio event says why
+        yield _event({"end": True})
+        return
+    while True:
+        done = feed.done
+        parts = []
+        first = False
+        for rec, col in zip(feed.recs, feed.where, strict=False):
+            for kind, text in (("answer", rec.content), ("reasoning", rec.reasoning)):
+                key = f"{kind}-{col}"
+                have = sent.get(key, 0)
+                if len(text) > have:
+                    parts.append([key, have, text[have:]])
+                    first = first or have == 0
+        now = time.monotonic()
+        msg: dict[str, object] = {}
+        if parts and (done or first or now - last >= frame_s):
+            for key, start, text in parts:
+                sent[key] = start + len(text)
+            last = now
+            msg["t"] = parts
+        now_state = [(r.status, bool(r.content or r.reasoning)) for r in feed.recs]
+        if done or now_state != state or now - last_views >= HEARTBEAT_S:
+            state, last_views = now_state, now
+            msg.update(_views(feed, done))
+        if msg:
+            msg["w"] = round(time.time(), 4)  # sent at (wall clock): for benchmarks/ui_fidelity
+            yield _event(msg)
+        if done:
+            yield _event({"end": True})
+            return
+        await asyncio.sleep(poll_s)
+
+
+# The page side: follow a run's feed when its token appears, write into the text boxes.
+HEAD_JS = """<script>
+(() => {
+  const views = {h: 'hl-live', g: 'tl-live', b: 'bars-live'};
+  const put = (id, html) => { const e = document.getElementById(id); if (e) e.innerHTML = html; };
+  const clear = () => {  // what a new run replaces, cleared at the click
+    document.querySelectorAll('[id^="answer-"] textarea, [id^="reasoning-"] textarea')
+      .forEach((t) => { t.value = ''; });
+    document.querySelectorAll('.live-status').forEach((e) => { e.innerHTML = ''; });
+    for (const id of Object.values(views)) put(id, '');
+    document.querySelectorAll('[id^="metrics-"], [id^="badge-"], [id^="phases-"]')
+      .forEach((e) => e.classList.add('stale'));
+  };
+  new MutationObserver((ms) => ms.forEach((m) => {  // Gradio drew the new value
+    const e = m.target.nodeType === 1 ? m.target : m.target.parentElement;
+    const c = e && e.closest('.stale');
+    if (c) c.classList.remove('stale');
+  })).observe(document.documentElement, {subtree: true, childList: true, characterData: true});
+  const abc = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-';
+  const rnd = new Uint8Array(18);
+  crypto.getRandomValues(rnd);
+  const page = Array.from(rnd, (x) => abc[x % 64]).join('');
+  let text = {};
+  const onmessage = (m) => {
+    const d = JSON.parse(m.data);
+    if (d.end) {  // a value Gradio redraws unchanged is not a mutation: unfade it anyway
+      setTimeout(() => document.querySelectorAll('.stale').forEach(
+        (e) => e.classList.remove('stale')), 1500);
+    }
+    const log = window.qllFeedLog || (window.qllFeedLog = []);
+    if (log.length < 5000) log.push([performance.timeOrigin + performance.now(), d.w]);
+    for (const [id, start, piece] of (d.t || [])) {
+      const full = (text[id] || '').slice(0, start) + piece;
+      text[id] = full;
+      const box = document.querySelector('#' + id + ' textarea');
+      if (box && box.value !== full) {
+        const atEnd = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
+        box.value = full;
+        if (atEnd) box.scrollTop = box.scrollHeight;
+      }
+    }
+    for (const [col, html] of Object.entries(d.s || {})) put('live-status-' + col, html);
+    for (const [k, id] of Object.entries(views)) if (k in d) put(id, d[k]);
+  };
+  let wait = 500;
+  const connect = () => {  // one stream per page, opened now, not at the click
+    const base = window.location.pathname.replace(/[^/]*$/, '');
+    const es = new EventSource(base + 'live/' + page);
+    es.onopen = () => { wait = 500; };
+    es.onmessage = onmessage;
+    es.onerror = () => { es.close(); setTimeout(connect, wait); wait = Math.min(wait * 2, 30000); };
+  };
+  connect();
+  window.qllFollow = () => { clear(); text = {}; return page; };
+})();
+</script>"""
+
+# The `js` of every event that starts a run: a new token, followed at once, as the first input.
+FOLLOW_JS = "(token, ...rest) => [window.qllFollow ? window.qllFollow() : '', ...rest]"

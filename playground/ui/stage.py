@@ -1,0 +1,173 @@
+"""The stage: what the audience sees of a run in the Playground's columns, shared by Run, Replay
+and the ladder.
+
+A run is two Gradio events. The live event sets the columns when the run starts and when it
+ends, with pre- and postprocessing off; in between, the answers, reasoning, status lines, the
+presenter's headline and the live timeline stream through the run's live feed (ui/live_feed),
+which the page follows from the click. The final event, chained after it, draws what is drawn
+once (badges, phase bars, errors, code, history). Stop cancels the run on the measuring loop,
+so the live event ends normally and the columns show "stopped (partial output kept)".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import gradio as gr
+
+from playground.core import request
+from playground.core.record import RequestRecord
+from playground.core.runner import Recording
+from playground.core.warmup import cold_hint
+from playground.outputs import live_svg
+from playground.ui.live import LiveFrame, LiveRun, submit, until_done
+from playground.ui.live_feed import Feeds
+from playground.ui.render import badge_md, error_md, phases_html
+
+COLD_NOTE = ("🥶 **cold run**: the server was still warming up when this ran (grammars "
+             "compiling, first requests); run again for warm numbers.\n\n")
+
+
+@dataclass
+class Shown:
+    """What the last live event showed, for the final event."""
+
+    kind: Literal["run", "replay", "ladder"]
+    recs: list[Recording] = field(default_factory=list)
+    where: list[int] = field(default_factory=list)  # the column of each recording
+    url: str = ""
+    floor_ms: float | None = None
+    errors: dict[int, str] = field(default_factory=dict)  # column -> why nothing was sent
+    cold: bool = False
+    ladder: str | None = None  # a ladder's name: its steps, and the runs among them
+    ladder_slots: list[Recording | str] | None = None
+
+
+@dataclass
+class Session:
+    """Per-browser-session state (gr.State; Gradio hands the same object to every event)."""
+
+    runs: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    last: list[RequestRecord] = field(default_factory=list)
+    active: LiveRun | None = None  # the run in flight: Stop cancels it
+    shown: Shown | None = None
+    pending: Any = None  # what a first event prepared for the live event chained after it
+
+    def stop(self) -> None:
+        if self.active is not None:
+            self.active.stop()
+
+
+@dataclass
+class Stage:
+    """The components a run draws on."""
+
+    columns: list[Any]
+    history_plot: Any
+    history_table: Any
+    token: Any  # hidden textbox: the live feed's token, chosen by the page at the click
+    feeds: Feeds = field(default_factory=Feeds)
+    limit: int = 16  # runs in flight in this process (all sessions)
+    running: int = 0
+
+    def live_outputs(self) -> list[Any]:
+        cs = self.columns
+        return [*[c.answer for c in cs], *[c.reasoning for c in cs], *[c.metrics for c in cs]]
+
+    def final_outputs(self) -> list[Any]:
+        cs = self.columns
+        return [*[c.error for c in cs], *[c.badge for c in cs], *[c.phases for c in cs],
+                *[c.code_py for c in cs], *[c.code_curl for c in cs], self.history_plot,
+                self.history_table]
+
+    def frame(self, token: str, message: str = "") -> LiveFrame:
+        """A cleared frame with the live feed for the run about to start."""
+        token, feed = self.feeds.open(token)
+        f = LiveFrame(len(self.columns), token=token, feed=feed)
+        f.metrics = [message] * len(self.columns)
+        return f
+
+    async def play(self, sess: Session, shown: Shown, work: Coroutine[Any, Any, Any],
+                   measure: Any, frame: LiveFrame) -> list[str]:
+        """Run `work` (it fills shown.recs) on the measuring loop while the live feed streams
+        it; return the columns' final values."""
+        sess.shown = shown
+        feed = frame.feed
+        if self.running >= self.limit:
+            work.close()
+            if feed is not None:
+                feed.finish()
+            busy = (f"❌ **busy**: {self.running} runs are in flight on this app (the limit is "
+                    f"{self.limit}); try again in a moment")
+            for col in shown.where:
+                frame.metrics[col] = busy
+            shown.recs, shown.where = [], []
+            return frame.values()
+        if feed is not None:
+            feed.notes = {col: _plain(text) for col, text in shown.errors.items()}
+            feed.recs, feed.where = shown.recs, shown.where
+        run = submit(measure, work)
+        sess.active = run
+        self.running += 1
+        try:
+            await until_done(run, shown.recs)
+        finally:
+            self.running -= 1
+            if feed is not None:
+                feed.finish()
+            if sess.active is run:
+                sess.active = None
+        notes = [(COLD_NOTE if shown.cold else "") + _hint(r) for r in shown.recs]
+        return frame.final(shown.recs, shown.where, floor_ms=shown.floor_ms, notes=notes)
+
+    def final_values(self, sess: Session) -> list[Any]:
+        shown = sess.shown
+        n = len(self.columns)
+        errors, badges, phases = [""] * n, [""] * n, [""] * n
+        code_py: list[Any] = [gr.skip()] * n
+        code_curl: list[Any] = [gr.skip()] * n
+        skip = gr.skip()
+        if shown is None:
+            return [*errors, *badges, *phases, *code_py, *code_curl, skip, skip]
+        for col, text in shown.errors.items():
+            errors[col] = text
+        for rec, col in zip(shown.recs, shown.where, strict=True):
+            errors[col] = error_md(rec)
+            badges[col] = badge_md(rec)
+            phases[col] = phases_html(rec) if rec.finished else ""
+            if shown.kind != "replay":
+                code_py[col] = request.python_snippet(rec.request, shown.url)
+                code_curl[col] = request.curl_snippet(rec.request, shown.url)
+        hist_plot: Any = skip
+        hist_table: Any = skip
+        if shown.kind != "replay" and shown.recs:
+            hist_plot = live_svg.history(sess.history)
+            hist_table = [[h["run"], h["variant"], _r(h["ttft_ms"]), _r(h["e2e_ms"]),
+                           h["tokens"]] for h in sess.history]
+        return [*errors, *badges, *phases, *code_py, *code_curl, hist_plot, hist_table]
+
+
+def record_history(sess: Session, recs: Sequence[Recording]) -> None:
+    sess.runs += 1
+    for rec in recs:
+        m = rec.metrics()
+        sess.history.append({"run": sess.runs, "variant": rec.variant.name,
+                             "ttft_ms": m.ttft_ms, "e2e_ms": m.e2e_ms,
+                             "tokens": m.completion_tokens})
+    sess.last = [RequestRecord.of(r) for r in recs]
+
+
+def _plain(markdown: str) -> str:
+    return markdown.replace("**", "")
+
+
+def _hint(rec: Recording) -> str:
+    hint = cold_hint(rec)
+    return hint + "\n\n" if hint else ""
+
+
+def _r(v: float | None) -> float | None:
+    return None if v is None else round(v, 1)

@@ -1,0 +1,257 @@
+"""What the audience sees, in real Chromium against the real vLLM test server: 3 and 4 columns,
+fair mode, the live feed, saving a preset, the session history, the reasoning panel, replay
+speed, the presenter view, the ladder and the warm-up state."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from playground.lab.replay import from_history, load, save
+from playground.lab.store import RunStore, read_run
+from playground.settings import REPO_ROOT
+from tests.apphelp import app
+from tests.browser.test_claims_and_replay import open_recording
+from tests.browser.test_playground_ui import LONG, pick
+from tests.faultproxy import FaultProxy
+from tests.unit.test_replay import recorded
+
+pytestmark = [pytest.mark.browser, pytest.mark.server]
+
+
+def columns(page: Page, n: int) -> None:
+    slider = page.get_by_label("number input for variants")
+    slider.fill(str(n))
+    slider.press("Enter")
+    expect(page.get_by_text(f"Variant {n}", exact=True)).to_be_visible()
+
+
+def latest_run(runs: Path, before: set[Path]) -> list:
+    deadline = time.monotonic() + 60  # bounded: the run file is written as the run ends
+    while time.monotonic() < deadline:
+        new = set(RunStore(runs).list_runs("playground")) - before
+        if new:
+            return read_run(new.pop()).requests
+        time.sleep(0.2)
+    raise AssertionError("no run file")
+
+
+def runs_now(runs: Path) -> set[Path]:
+    return set(RunStore(runs).list_runs("playground"))
+
+
+def test_three_columns_in_fair_mode_run_one_after_another(page: Page, app_runs: Path) -> None:
+    columns(page, 3)
+    for i in range(3):
+        pick(page, f"preset {i + 1}", "fixed-64-stream")
+    page.get_by_label("sequential (fair)").check()
+    before = runs_now(app_runs)
+    page.get_by_role("button", name="Run", exact=True).click()
+    for i in range(3):
+        expect(page.locator(f"#metrics-{i}")).to_contain_text("E2E", timeout=LONG)
+    recs = latest_run(app_runs, before)
+    assert len(recs) == 3
+    for a, b in pairwise(recs):  # each starts after the one before ended
+        assert a.raw.t_last is not None and b.raw.t_send is not None
+        assert b.raw.t_send >= a.raw.t_last
+    assert "3." in page.locator("#hl-live").inner_text()
+
+
+def test_four_columns_stream_through_the_live_feed(page: Page, app_runs: Path) -> None:
+    columns(page, 4)
+    for i in range(4):
+        pick(page, f"preset {i + 1}", "fixed-64-stream")
+    for box in page.get_by_label("max_tokens", exact=True).all():
+        box.fill("200")
+        box.press("Tab")
+    before = runs_now(app_runs)
+    page.evaluate("() => { window.qllFeedLog = []; }")
+    page.get_by_role("button", name="Run", exact=True).click()
+    for i in range(4):
+        expect(page.locator(f"#metrics-{i}")).to_contain_text("E2E", timeout=LONG)
+    recs = latest_run(app_runs, before)
+    assert len(recs) == 4
+    first_end = min(r.raw.t_last for r in recs if r.raw.t_last is not None)
+    assert all(r.raw.t_send is not None and r.raw.t_send < first_end for r in recs)  # at once
+    for i, r in enumerate(recs):  # the page's text is the measured text
+        expect(page.locator(f"#answer-{i} textarea")).to_have_value(r.content)
+    # live: the feed sent messages before the last token arrived, not one at the end
+    last = max(r.clock_origin[0] + (r.raw.t_last - r.clock_origin[1]) for r in recs
+               if r.clock_origin and r.raw.t_last)
+    log = page.evaluate("() => window.qllFeedLog")
+    during = [sent for _, sent in log if sent and sent < last]
+    assert len(during) >= 2, log
+
+
+def test_save_as_preset_then_pick_it(page: Page) -> None:
+    pick(page, "preset 2", "fixed-64-stream")
+    page.get_by_text("Save columns as a preset").click()
+    pick(page, "column", "2")
+    page.get_by_label("preset name (letters, digits, - _ .)").fill("my-fixed-64")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("#save-status")).to_contain_text("saved as my-fixed-64",
+                                                         timeout=30_000)
+    pick(page, "preset 1", "my-fixed-64")
+    expect(page.get_by_label("max_tokens", exact=True).first).to_have_value("64")
+
+
+def test_session_history_grows_run_by_run(page: Page) -> None:
+    pick(page, "preset 1", "fixed-64-stream")
+    pick(page, "preset 2", "fixed-64-nonstream")
+    for _ in range(2):
+        page.get_by_role("button", name="Run", exact=True).click()
+        expect(page.locator("#metrics-1")).to_contain_text("E2E", timeout=LONG)
+        page.wait_for_timeout(500)  # the history is drawn by the event after the run
+    page.get_by_text("This session's history").click()
+    expect(page.locator("#history-plot svg")).to_be_visible(timeout=30_000)
+    expect(page.locator("#history-plot svg")).to_contain_text("run 1..2")
+    expect(page.locator("#history-table")).to_contain_text("fixed-64-nonstream")
+    assert page.locator("#history-table").inner_text().count("fixed-64-nonstream") == 2
+
+
+def test_reasoning_panel_streams_the_thinking(page: Page) -> None:
+    pick(page, "preset 1", "streaming")  # thinking on: the random model never ends it
+    pick(page, "preset 2", "fixed-64-stream")
+    page.get_by_label("max_tokens", exact=True).first.fill("48")
+    page.get_by_label("max_tokens", exact=True).first.press("Tab")
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.locator("#metrics-0")).to_contain_text("E2E", timeout=LONG)
+    page.locator("#reasoning-panel-0").get_by_text("reasoning").click()
+    expect(page.locator("#reasoning-0 textarea")).not_to_have_value("")
+    expect(page.locator("#answer-0 textarea")).to_have_value("")
+    expect(page.locator("#metrics-0")).to_contain_text("TTFA no answer")
+    expect(page.locator("#badge-0")).to_contain_text("thinking never ended")
+
+
+def test_replay_speed_reaches_the_replay(page: Page, tmp_path: Path) -> None:
+    fast = recorded("fast-stream", True, 10.0,
+                    [(10.2 + 0.05 * i, f"tok{i} ") for i in range(6)], 10.6)
+    slow = recorded("slow-nonstream", False, 10.0, [(0, "whole")], 11.5)
+    open_recording(page, save(from_history([fast, slow], title="speed"),
+                              tmp_path / "speed.json"))
+    speed = page.get_by_label("number input for speed")
+    speed.fill("4")
+    speed.press("Enter")
+    time.sleep(1)  # let the upload land
+    page.locator("#replay-run").click()
+    expect(page.locator("#replay-info")).to_contain_text("at 4x", timeout=30_000)
+    expect(page.locator("#metrics-1")).to_contain_text("E2E", timeout=30_000)
+    # the recorded numbers are shown, not the sped-up wall clock (that the pace is divided
+    # by the speed is shown on a scripted clock in tests/unit/test_replay.py)
+    expect(page.locator("#metrics-1")).to_contain_text("E2E 1,500 ms")
+    expect(page.locator("#answer-0 textarea")).to_have_value("".join(
+        f"tok{i} " for i in range(6)))
+
+
+def test_presenter_view_puts_the_headline_above_the_fold(browser, app_url: str) -> None:  # type: ignore[no-untyped-def]
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = ctx.new_page()
+    page.goto(app_url)
+    page.wait_for_selector("text=Variant 1", timeout=60_000)
+    pick(page, "preset 1", "seed-default")
+    pick(page, "preset 2", "all-optimizations")
+    page.get_by_role("button", name="Presenter view").click()
+    expect(page.get_by_label("preset 1", exact=True)).to_be_hidden()
+    expect(page.get_by_role("button", name="Show controls")).to_be_visible()
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.locator("#metrics-0")).to_contain_text("E2E", timeout=LONG)
+    cards = page.locator("#hl-live .hl-card")
+    expect(cards).to_have_count(2)
+    for i in range(2):
+        box = cards.nth(i).bounding_box()
+        assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 900, box
+    text = page.locator("#hl-live").inner_text()
+    assert "first visible character" in text and "E2E" in text
+    assert "than column 1" in text or "same as column 1" in text
+    size = page.locator("#hl-live .hl-big").first.evaluate(
+        "e => parseFloat(getComputedStyle(e).fontSize)")
+    assert size >= 40, size  # large type
+    page.get_by_role("button", name="Show controls").click()
+    expect(page.get_by_label("preset 1", exact=True)).to_be_visible()
+    ctx.close()
+
+
+def test_ladder_plays_step_by_step_and_replays_from_its_recording(page: Page,
+                                                                  app_runs: Path) -> None:
+    page.get_by_text("Ladder: an article's table, played live").click()
+    pick(page, "ladder (presets/ladders)", "seed-004")
+    before = runs_now(app_runs)
+    page.locator("#ladder-play").click()
+    expect(page.locator("#live-status-0")).to_contain_text("needs a Transformers server",
+                                                           timeout=LONG)
+    expect(page.locator("#ladder-table")).to_contain_text("D: + guided JSON", timeout=LONG)
+    table = page.locator("#ladder-table")
+    expect(table).to_contain_text("needs a Transformers server")
+    expect(table).to_contain_text("1,124 ms")  # the article's B, next to ours
+    expect(page.locator("#ladder-plot .js-plotly-plot")).to_be_visible()
+    for i in (1, 2, 3):
+        expect(page.locator(f"#metrics-{i}")).to_contain_text("E2E")
+    recs = latest_run(app_runs, before)
+    assert [r.variant.name for r in recs] == ["seed-004-b", "seed-004-c", "seed-004-d"]
+    for a, b in pairwise(recs):  # step by step
+        assert b.raw.t_send is not None and a.raw.t_last is not None
+        assert b.raw.t_send >= a.raw.t_last
+    assert recs[1].request["messages"][0]["content"] != recs[0].request["messages"][0][
+        "content"]  # C: the short prompt
+    assert "response_format" in recs[2].request and "response_format" not in recs[1].request
+    page.get_by_role("button", name="Save ladder as a recording").click()
+    link = page.locator("#ladder-panel a[download]").first
+    expect(link).to_be_visible(timeout=30_000)
+    saved = sorted((app_runs / "recordings").glob("ladder-*.json"))[-1]
+    assert load(saved).environment["ladder"] == "seed-004"
+    # replayed in a new session (as on a Space): the skipped step keeps its column, the view
+    # is drawn again
+    page.reload()
+    page.wait_for_selector("text=Variant 1", timeout=60_000)
+    page.get_by_text("Ladder: an article's table, played live").click()
+    expect(page.locator("#ladder-table")).to_have_text("")
+    open_recording(page, saved)
+    time.sleep(1)
+    page.locator("#replay-run").click()
+    expect(page.locator("#ladder-table")).to_contain_text("D: + guided JSON", timeout=LONG)
+    expect(page.locator("#error-0")).to_contain_text("needs a Transformers server")
+
+
+@pytest.fixture()
+def held(vllm_server: str) -> Iterator[FaultProxy]:
+    p = FaultProxy(vllm_server).start()
+    yield p
+    p.release()
+    p.stop()
+
+
+def test_warm_up_state_and_a_cold_run(browser, held: FaultProxy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The server answers nothing until the test releases it: the page says "warming up",
+    a run made meanwhile is labelled cold, and the state turns "warm" when the warm-up ends."""
+    env = {"PLAYGROUND_BASE_URL": held.url("hold"), "PLAYGROUND_WARMUP": "always",
+           "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
+    log = REPO_ROOT / ".cache" / "logs" / "test-app-warmup.log"
+    with app("--no-server", env_extra=env, log=log) as (url, _):
+        page = browser.new_page(viewport={"width": 1500, "height": 1400})
+        page.goto(url)
+        expect(page.locator("#warmup-status")).to_contain_text("warming up", timeout=60_000)
+        pick(page, "preset 1", "fixed-64-stream")
+        pick(page, "preset 2", "fixed-64-nonstream")
+        page.get_by_role("button", name="Run", exact=True).click()
+        expect(page.locator("#live-status-0")).to_contain_text("waiting for the server",
+                                                               timeout=LONG)
+        expect(page.locator("#live-status-1")).to_contain_text("since Run")  # its elapsed time
+        held.release()
+        expect(page.locator("#metrics-0")).to_contain_text("E2E", timeout=LONG)
+        expect(page.locator("#metrics-0")).to_contain_text("cold run")
+        expect(page.locator("#metrics-1")).to_contain_text("cold run")
+        expect(page.locator("#warmup-status")).to_contain_text("warm:", timeout=LONG)
+        warm = [s for s in held.seen if s["path"].endswith("chat/completions")]
+        assert len(warm) >= 10  # every preset's path and the schema, plus the run
+        runs = tmp_path / "runs"
+        before = runs_now(runs)
+        page.get_by_role("button", name="Run", exact=True).click()
+        latest_run(runs, before)  # the second run ended (the server is warm by now)
+        expect(page.locator("#metrics-0")).not_to_contain_text("cold run", timeout=LONG)
+        expect(page.locator("#metrics-0")).to_contain_text("E2E")
+        page.close()

@@ -1,0 +1,191 @@
+"""The live path's pure parts: the live feed's stream and channels, the warm-up plan and the cold
+hint, the context check without /tokenize, the remembered server facts, the ladder."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import pytest
+
+from playground.core import port as port_mod
+from playground.core.client import Event
+from playground.core.metrics import RawTimings, Usage
+from playground.core.preflight import preflight, surely_fits
+from playground.core.request import build
+from playground.core.runner import Recording
+from playground.core.warmup import cold_hint, warm_variants
+from playground.lab import ladder as lad
+from playground.outputs.live_svg import latency_bars, live_timeline, nice_span
+from playground.server.http import ModelInfo, ServerInfo
+from playground.settings import Settings
+from playground.specs.ladders import ladder_names, load_ladder, step_variants
+from playground.specs.presets import GuidedJson, PresetLibrary, Variant
+from playground.ui.live_feed import Feed, Feeds, stream
+
+PRESETS = Settings().presets_dir
+
+
+def live(name: str = "v", stream_: bool = True, **kw: Any) -> Recording:
+    v = Variant(name=name, stream=stream_, max_tokens=16, **kw)
+    return Recording(v, build(v, "hi", "m"), "http://x/v1", RawTimings(streaming=stream_))
+
+
+def events(frames: list[bytes]) -> list[dict]:
+    return [json.loads(f[len(b"data: "):]) for f in frames if f.startswith(b"data: ")]
+
+
+def test_the_feed_streams_appended_text_views_and_an_end() -> None:
+    recs = [live("a"), live("b")]
+
+    async def produce(feed: Feed) -> None:
+        t = time.perf_counter()
+        for r in recs:
+            r.feed(Event("sent", t))
+        for i in range(6):
+            for k, r in enumerate(recs):
+                r.feed(Event("chunk", time.perf_counter(), content=f"{k}{i} "))
+            await asyncio.sleep(0.01)
+        for r in recs:
+            r.feed(Event("usage", time.perf_counter(), usage=Usage(completion_tokens=6)))
+            r.feed(Event("done", time.perf_counter()))
+        feed.finish()
+
+    async def main() -> list[bytes]:
+        feed = Feed(recs=recs, where=[0, 2])
+        task = asyncio.create_task(produce(feed))
+        out = [chunk async for chunk in stream(feed, frame_s=0.0, poll_s=0.001)]
+        await task
+        return out
+
+    evs = events(asyncio.run(main()))
+    assert evs[-1] == {"end": True}
+    text: dict[str, str] = {}
+    for ev in evs:
+        for key, start, piece in ev.get("t", []):
+            assert start == len(text.get(key, ""))  # appended, never re-sent
+            text[key] = text.get(key, "") + piece
+    assert text == {"answer-0": recs[0].content, "answer-2": recs[1].content}
+    final = evs[-2]
+    assert "first visible character" in final["h"] and "<svg" in final["g"]
+    assert "TTFT" in final["b"] and final["s"] == {"0": "", "2": ""}  # status cleared
+    assert all("w" in ev for ev in evs[:-1])  # each message says when it was sent
+
+
+def test_a_page_channel_follows_its_runs_and_a_bad_token_follows_nothing() -> None:
+    feeds = Feeds()
+    token = "A" * 24
+    _, first = feeds.open(token)
+    _, second = feeds.open(token)
+    assert first.done and not second.done  # a new run of the page ends the old one's feed
+    assert feeds._channels[token].feed is second
+    _, orphan = feeds.open("../../etc")  # malformed: a feed nobody follows
+    assert "../../etc" not in feeds._channels and not orphan.done
+
+
+def test_not_sent_columns_get_their_reason_in_the_status_line() -> None:
+    async def main() -> list[bytes]:
+        rec = live("ok")
+        rec.feed(Event("sent", time.perf_counter()))
+        feed = Feed(recs=[rec], where=[1], notes={0: "❌ not sent -- <max_tokens>"})
+        feed.finish()
+        return [c async for c in stream(feed, poll_s=0.001)]
+
+    evs = events(asyncio.run(main()))
+    assert evs[0]["s"]["0"] == "❌ not sent -- &lt;max_tokens&gt;"  # escaped
+
+
+def test_warm_up_covers_every_preset_path_and_schema_once() -> None:
+    lib = PresetLibrary(PRESETS)
+    vs = warm_variants(lib)
+    assert all(v.max_tokens <= 4 for v in vs)
+    assert any(v.guided_json is not None and not v.stream for v in vs)  # the grammar
+    assert {v.stream for v in vs} == {True, False} and {v.thinking for v in vs} == {True, False}
+    bodies = [json.dumps(build(v, "w", "m").body(), sort_keys=True) for v in vs]
+    assert len(bodies) == len(set(bodies))
+
+
+def test_cold_hint_flags_a_guided_request_queued_long() -> None:
+    guided = live("g", guided_json=GuidedJson(name="address", schema={"type": "object"}))
+    guided.raw.server_metrics = {"queue_time_ms": 2400.0, "time_to_first_token_ms": 2450.0,
+                                 "generation_time_ms": 300.0}
+    assert "compiling its JSON grammar" in cold_hint(guided)
+    guided.raw.server_metrics = {**guided.raw.server_metrics, "queue_time_ms": 3.0}
+    assert cold_hint(guided) == ""
+    free = live("f")
+    free.raw.server_metrics = {"queue_time_ms": 2400.0, "time_to_first_token_ms": 2450.0,
+                               "generation_time_ms": 300.0}
+    assert cold_hint(free) == ""  # queued, but nothing to compile: not called cold
+    assert cold_hint(live("none")) == ""  # no server metrics: nothing to say
+
+
+def test_short_prompts_skip_tokenize_long_ones_ask() -> None:
+    v = Variant(name="v", max_tokens=256)
+    assert surely_fits(v, "短" * 100, 2048)
+    assert not surely_fits(v, "短" * 700, 2048)  # 2,100 bytes: the tokenizer decides
+    calls: list[dict] = []
+
+    async def count(url: str, key: str, body: dict) -> int:
+        calls.append(body)
+        return 10
+
+    asyncio.run(preflight("u", "k", "m", 2048, v, "hello", token_count=count))
+    assert calls == []
+    asyncio.run(preflight("u", "k", "m", 2048, v, "x" * 3000, token_count=count))
+    assert len(calls) == 1
+
+
+def test_server_facts_are_remembered_per_url_and_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[tuple[str, str | None]] = []
+
+    async def info(url: str, key: str | None) -> ServerInfo:
+        asked.append((url, key))
+        return ServerInfo(url, True, "0.32.0", [ModelInfo("m", None, 2048)])
+
+    monkeypatch.setattr(port_mod, "aserver_info", info)
+    cached = port_mod.Remembering(ttl_s=60)
+
+    async def main() -> None:
+        await cached.info("u", "k1")
+        await cached.info("u", "k1")
+        await cached.info("u", "k2")  # another key is asked again: a bad key is not masked
+        await port_mod.Remembering(ttl_s=0).info("u", "k1")
+
+    asyncio.run(main())
+    assert asked == [("u", "k1"), ("u", "k2"), ("u", "k1")]
+
+
+def test_ladders_are_cumulative_and_skip_what_cannot_run_here() -> None:
+    assert {"seed-004", "seeds-000-001"} <= set(ladder_names(PRESETS))
+    ladder = load_ladder(PRESETS, "seed-004")
+    b, c, d = step_variants(ladder, PRESETS)[1:]
+    assert (b.prompt.name, b.guided_json) == ("long", None)
+    assert (c.prompt.name, c.guided_json) == ("minimal", None)
+    assert d.prompt.name == "minimal" and d.guided_json is not None  # C's change kept
+    steps = lad.plan(ladder, PRESETS)
+    assert steps[0] == lad.NEEDS_TRANSFORMERS and all(isinstance(s, Variant)
+                                                      for s in steps[1:])
+    recs = [live(f"s{i}", stream_=False) for i in range(3)]
+    for rec, e2e in zip(recs, (1.0, 0.6, 0.5), strict=True):
+        rec.feed(Event("sent", 10.0))
+        rec.feed(Event("chunk", 10.0 + e2e, content='{"a": 1}'))
+        rec.feed(Event("done", 10.0 + e2e))
+    slots = lad.fill(steps, recs)
+    rows = lad.rows(ladder, slots)
+    assert rows[0].status == lad.NEEDS_TRANSFORMERS and rows[0].article_p50_ms == 2812
+    assert rows[1].saved_ms is None and rows[2].saved_ms == pytest.approx(400.0)
+    assert rows[3].saved_ms == pytest.approx(100.0)
+    name, again = lad.from_environment(lad.environment("seed-004", slots), recs) or ("", [])
+    assert name == "seed-004" and again == slots
+
+
+def test_svg_views_scale_and_escape() -> None:
+    assert [nice_span(x) for x in (1, 150, 420, 999, 1001)] == [100, 200, 500, 1000, 2000]
+    rec = live("n")
+    rec.feed(Event("sent", 1.0))
+    rec.feed(Event("chunk", 1.05, content="x"))
+    svg = live_timeline([rec], 1.2)
+    assert svg.startswith("<svg") and "TTFT 50 ms" in svg
+    assert latency_bars([live("none")]) == ""  # nothing measured yet: nothing drawn
