@@ -22,7 +22,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 
@@ -52,6 +52,7 @@ class Feed:
     notes: dict[int, str] = field(default_factory=dict)  # column -> why it was not sent (HTML)
     started: float = field(default_factory=time.perf_counter)
     done: bool = False
+    on_close: Callable[[], None] | None = None  # the page went away mid-run: stop the run
 
     def finish(self) -> None:
         self.done = True
@@ -114,18 +115,23 @@ async def follow_channel(ch: Channel) -> AsyncIterator[bytes]:
     closed page is noticed (the write fails and this generator is closed)."""
     yield b": live\n\n"
     done: Feed | None = None
-    while True:
+    try:
+        while True:
+            feed = ch.feed
+            if feed is not None and feed is not done:
+                async for chunk in stream(feed):
+                    yield chunk
+                done = feed
+                continue
+            ch.wake.clear()
+            try:
+                await asyncio.wait_for(ch.wake.wait(), timeout=KEEPALIVE_S)
+            except TimeoutError:
+                yield b": keep-alive\n\n"
+    finally:  # the page closed (or lost) its stream: a run it was watching is stopped
         feed = ch.feed
-        if feed is not None and feed is not done:
-            async for chunk in stream(feed):
-                yield chunk
-            done = feed
-            continue
-        ch.wake.clear()
-        try:
-            await asyncio.wait_for(ch.wake.wait(), timeout=KEEPALIVE_S)
-        except TimeoutError:
-            yield b": keep-alive\n\n"
+        if feed is not None and not feed.done and feed.on_close is not None:
+            feed.on_close()
 
 
 def _event(data: object) -> bytes:

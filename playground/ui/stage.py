@@ -110,6 +110,8 @@ class Stage:
             feed.notes = {col: _plain(text) for col, text in shown.errors.items()}
             feed.recs, feed.where = shown.recs, shown.where
         run = submit(measure, work)
+        if feed is not None:
+            feed.on_close = run.stop  # the tab closed mid-run: vLLM aborts its requests
         sess.active = run
         self.running += 1
         try:

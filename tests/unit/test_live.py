@@ -23,7 +23,7 @@ from playground.server.http import ModelInfo, ServerInfo
 from playground.settings import Settings
 from playground.specs.ladders import ladder_names, load_ladder, step_variants
 from playground.specs.presets import GuidedJson, PresetLibrary, Variant
-from playground.ui.live_feed import Feed, Feeds, stream
+from playground.ui.live_feed import Feed, Feeds, follow_channel, stream
 
 PRESETS = Settings().presets_dir
 
@@ -83,6 +83,24 @@ def test_a_page_channel_follows_its_runs_and_a_bad_token_follows_nothing() -> No
     assert feeds._channels[token].feed is second
     _, orphan = feeds.open("../../etc")  # malformed: a feed nobody follows
     assert "../../etc" not in feeds._channels and not orphan.done
+
+
+def test_a_page_that_goes_away_stops_the_run_it_watched() -> None:
+    feeds = Feeds()
+    token = "B" * 24
+    stopped: list[bool] = []
+
+    async def main() -> None:
+        _, feed = feeds.open(token)
+        feed.recs, feed.where = [live("a")], [0]
+        feed.on_close = lambda: stopped.append(True)
+        page = follow_channel(feeds._channels[token])
+        assert await anext(page) == b": live\n\n"
+        await anext(page)  # the run's first views
+        await page.aclose()  # the tab closed
+
+    asyncio.run(main())
+    assert stopped == [True]
 
 
 def test_not_sent_columns_get_their_reason_in_the_status_line() -> None:
