@@ -95,7 +95,6 @@ class LiveFrame:
     in between, everything the audience sees streams through the run's live feed."""
 
     n: int
-    token: str = ""
     feed: Feed | None = None
     answer: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)

@@ -1,17 +1,16 @@
-"""The live text channel: a run's answers and reasoning go to the browser over one small
-Server-Sent-Events stream per run, written straight into the columns' text boxes by a few
-lines of page JavaScript, instead of through Gradio's event messages.
+"""The live channel: a run's answers, reasoning, status lines, headline and timeline go to the
+browser over one Server-Sent-Events stream per page, written straight into the page by a few
+lines of page JavaScript (HEAD_JS), instead of through Gradio's event messages.
 
 Why: Gradio's frontend handles every message of a streaming event by refreshing the loading
 state of every component any event has touched (a structured clone of each one's props, plotly
-figures included). On this app's page that costs ~35 ms of the browser's main thread per
+figures included). On this app's page that cost 35-120 ms of the browser's main thread per
 message, so text sent per chunk fell 0.5-1.2 s behind on a 2-core machine (profile and numbers:
 docs/fidelity.md). This channel's cost per message is one JSON parse and a textarea write.
 
-- A run registers a `Feed` (its recordings, and which column each is shown in) under a random
-  token; the run's first Gradio update carries the token (`data-live` on the headline), and
-  the page script opens `live/<token>`. The token is the capability: only the session that
-  started the run receives it, and it is forgotten shortly after the run ends.
+- Each page opens `live/<page token>` when it loads (a random token of its own: the capability)
+  and keeps it open. A run's Gradio event receives that token from the page (FOLLOW_JS) and
+  registers a `Feed` (its recordings, and the column each is shown in) on the page's `Channel`.
 - The stream sends appended text only, at once for a column's first text, then at most once
   per FRAME_S; the Gradio event still delivers the final text, so its state and the page agree.
 """
@@ -85,7 +84,7 @@ class Feeds:
         ch.used = time.monotonic()
         return ch
 
-    def open(self, token: str) -> tuple[str, Feed]:
+    def open(self, token: str) -> Feed:
         """A feed for the run a page (`token`, from FOLLOW_JS) is starting. A malformed token
         gets a feed nobody follows: that page then sees the run when it ends, not live."""
         feed = Feed()
@@ -95,7 +94,7 @@ class Feeds:
                 ch.feed.finish()
             ch.feed = feed
             ch.wake.set()
-        return token, feed
+        return feed
 
     def route(self, path: str = "/live/{token}") -> Route:
         return Route(path, self._endpoint, methods=["GET"])

@@ -108,12 +108,11 @@ def _speedup(base: float | None, this: float | None) -> str:
     return "same as column 1"
 
 
-def headline_html(recs: Sequence[Recording], now: float | None = None, token: str = "") -> str:
+def headline_html(recs: Sequence[Recording], now: float | None = None) -> str:
     """The presenter's row: per column, in large type, when the first character became visible,
     the E2E and how it compares with column 1 (the first column is the baseline)."""
-    live = f' data-live="{escape(token)}"' if token else ""
     if not recs:
-        return f'<div class="hl-row" id="headline-row"{live}></div>'
+        return ""
     waits = [r.metrics().visible_wait_ms if r.error is None else None for r in recs]
     cards = []
     for i, r in enumerate(recs):
@@ -136,7 +135,7 @@ def headline_html(recs: Sequence[Recording], now: float | None = None, token: st
             f'{escape(r.variant.name)}</div><div class="hl-big">{big}</div>'
             f'<div class="hl-label">first visible character</div>'
             f'<div class="hl-small">{small}</div><div class="hl-cmp">{cmp}</div></div>')
-    return f'<div class="hl-row" id="headline-row"{live}>{"".join(cards)}</div>'
+    return f'<div class="hl-row" id="headline-row">{"".join(cards)}</div>'
 
 
 def status_html(rec: Recording, now: float | None = None, started: float | None = None

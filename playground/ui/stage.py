@@ -85,8 +85,7 @@ class Stage:
 
     def frame(self, token: str, message: str = "") -> LiveFrame:
         """A cleared frame with the live feed for the run about to start."""
-        token, feed = self.feeds.open(token)
-        f = LiveFrame(len(self.columns), token=token, feed=feed)
+        f = LiveFrame(len(self.columns), feed=self.feeds.open(token))
         f.metrics = [message] * len(self.columns)
         return f
 

@@ -77,11 +77,11 @@ def test_the_feed_streams_appended_text_views_and_an_end() -> None:
 def test_a_page_channel_follows_its_runs_and_a_bad_token_follows_nothing() -> None:
     feeds = Feeds()
     token = "A" * 24
-    _, first = feeds.open(token)
-    _, second = feeds.open(token)
+    first = feeds.open(token)
+    second = feeds.open(token)
     assert first.done and not second.done  # a new run of the page ends the old one's feed
     assert feeds._channels[token].feed is second
-    _, orphan = feeds.open("../../etc")  # malformed: a feed nobody follows
+    orphan = feeds.open("../../etc")  # malformed: a feed nobody follows
     assert "../../etc" not in feeds._channels and not orphan.done
 
 
@@ -91,7 +91,7 @@ def test_a_page_that_goes_away_stops_the_run_it_watched() -> None:
     stopped: list[bool] = []
 
     async def main() -> None:
-        _, feed = feeds.open(token)
+        feed = feeds.open(token)
         feed.recs, feed.where = [live("a")], [0]
         feed.on_close = lambda: stopped.append(True)
         page = follow_channel(feeds._channels[token])
