@@ -1,101 +1,72 @@
-"""Fidelity: the playground's numbers vs `vllm bench serve` on one server and one workload.
+"""Fidelity: the load path's numbers vs `vllm bench serve`, side by side, at several concurrencies.
 
-Runs both tools against the same server, in alternating blocks (bench, ours, bench, ours) of
-unique prompts (no prefix-cache hits across blocks), and prints median TTFT and TPOT of each
-and their ratio, and request throughput (for the "runner is never the bottleneck" target at
-concurrency 32: at least 95% of vllm bench's). With --enable-per-request-metrics on the
-server it also prints client TTFT minus server TTFT (transport + HTTP + client parsing).
-Targets (docs/measurement.md): ratios
-within 5%, overhead p50 at most 2 ms.
+One run, one server, one workload: for each concurrency, alternating blocks of unique prompts
+(no prefix-cache hits across blocks) go through three readers, in a rotating order:
 
-    python benchmarks/fidelity.py                      # starts the CPU demo server itself
-    python benchmarks/fidelity.py --base-url URL --tokenizer DIR --concurrency 32
+- `vllm bench serve` (the installed vLLM's, in this process, its openai-chat backend);
+- the load path (lab/load: the raw reader, worker processes when one cannot keep up);
+- the openai SDK in one process (the Playground's reader: shows the SDK's own overhead).
+
+Same prompts (one format, one length), same output length (`ignore_eos`), thinking off,
+temperature 0. Every per-request number is kept (CSV: TTFT, TPOT, E2E, output tokens, every ITL)
+and every percentile -- for vllm bench too -- is computed from those rows by lab/stats (linear
+interpolation). Request throughput is completed requests / the tool's wall time (vllm bench:
+its `duration`; ours: start signal -> last record back). Targets (docs/load.md): TTFT, TPOT and
+ITL p50/p99 within 5% of vllm bench, throughput at least 95% of it.
+
+    python benchmarks/fidelity.py                                  # starts the CPU demo server
+    python benchmarks/fidelity.py --base-url URL --tokenizer DIR --concurrency 1,8,32,128,256
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
+import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from playground.core import request
-from playground.core.client import ClientPool
-from playground.core.runner import new_recording, run_many
-from playground.lab.stats import median
+from playground.lab.engine import BenchServe, rows_of_result, write_prompts
+from playground.lab.fidelity import KEYS, Block, level
+from playground.lab.load import auto_workers
+from playground.lab.sweep import METRICS, RowWriter, fixed_variant, ours
 from playground.server import demo_model
 from playground.server.http import server_info
 from playground.server.managed import ManagedServer, cpu_demo_config
 from playground.settings import REPO_ROOT
-from playground.specs.presets import Variant
 
 ADDRESS = "长沙市岳麓区桃花岭路189号润丰园B座1202室 | 电话021-17613435 | 联系人江雨桐"
+TOOLS = ("vllm-bench", "load-path", "openai-sdk")
 
 
-def prompts(block: int, n: int) -> list[str]:
-    return [f"[block {block} request {i}] {ADDRESS}" for i in range(n)]
+def prompts(concurrency: int, block: int, tool: str, n: int) -> list[str]:
+    return [f"[c{concurrency} block {block} {tool} request {i}] {ADDRESS}" for i in range(n)]
 
 
-def vllm_bench(base_url: str, model: str, tokenizer: str, texts: list[str], output_len: int,
-               concurrency: int) -> dict:
+def run_vllm_bench(base_url: str, model: str, tokenizer: str, texts: list[str],
+                   output_len: int, concurrency: int) -> tuple[list[dict[str, Any]], float]:
+    """vllm bench serve's own client, in this process (imported once), with the arguments
+    lab/engine gives it as a subprocess; per-request rows from its detailed result."""
     from vllm.benchmarks.serve import add_cli_args, main
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     with tempfile.TemporaryDirectory() as tmp:
-        data = Path(tmp) / "prompts.jsonl"
-        data.write_text("".join(json.dumps({"prompt": t}, ensure_ascii=False) + "\n"
-                                for t in texts), "utf-8")
+        spec = BenchServe(base_url, model, tokenizer, concurrency,
+                          dataset=write_prompts(Path(tmp) / "prompts.jsonl", texts),
+                          num_prompts=len(texts), output_len=output_len,
+                          result_dir=Path(tmp))
         p = FlexibleArgumentParser()
         add_cli_args(p)
-        root = base_url.rstrip("/").removesuffix("/v1")
-        args = p.parse_args([
-            "--backend", "openai-chat", "--base-url", root, "--endpoint", "/v1/chat/completions",
-            "--model", model, "--tokenizer", tokenizer, "--dataset-name", "custom",
-            "--dataset-path", str(data), "--skip-chat-template", "--num-prompts",
-            str(len(texts)), "--custom-output-len", str(output_len), "--ignore-eos",
-            "--max-concurrency", str(concurrency), "--request-rate", "inf",
-            "--temperature", "0", "--num-warmups", "0", "--disable-tqdm",
-            "--extra-body", json.dumps({"chat_template_kwargs": {"enable_thinking": False}}),
-        ])
-        return main(args)
-
-
-def ours(base_url: str, model: str, texts: list[str], output_len: int, concurrency: int
-         ) -> dict:
-    v = Variant(name="fidelity", stream=True, thinking=False, temperature=0.0,
-                max_tokens=output_len, ignore_eos=True)
-    recs = [new_recording(v, request.build(v, t, model), base_url) for t in texts]
-
-    async def go() -> None:
-        pool = ClientPool("EMPTY")
-        try:
-            await run_many(pool, recs, concurrency=concurrency, timeout_s=600)
-        finally:
-            await pool.aclose()
-
-    t0 = time.perf_counter()
-    asyncio.run(go())
-    wall_s = time.perf_counter() - t0
-    failed = [r for r in recs if r.error is not None]
-    if failed:
-        raise SystemExit(f"{len(failed)} requests failed, first: {failed[0].error}")
-    ms = [r.metrics() for r in recs]
-    overhead = [m.ttft_ms - r.raw.server_metrics["time_to_first_token_ms"]
-                for r, m in zip(recs, ms, strict=True)
-                if r.raw.server_metrics and m.ttft_ms is not None
-                and "time_to_first_token_ms" in r.raw.server_metrics]
-    return {
-        "ttft": [m.ttft_ms for m in ms], "first_chunk": [m.first_chunk_ms for m in ms],
-        "tpot": [m.tpot_ms for m in ms if m.tpot_ms is not None], "overhead": overhead,
-        "throughput": [len(recs) / wall_s],
-    }
+        main(p.parse_args(spec.args()))
+        r = json.loads((Path(tmp) / "result.json").read_text("utf-8"))
+    return rows_of_result(r), float(r["duration"])
 
 
 def main() -> int:
@@ -103,12 +74,22 @@ def main() -> int:
     ap.add_argument("--base-url", help="an existing server (default: start the demo server)")
     ap.add_argument("--tokenizer", help="tokenizer dir for vllm bench (default: demo model)")
     ap.add_argument("--model", default=None)
-    ap.add_argument("--num-prompts", type=int, default=40, help="per block")
-    ap.add_argument("--blocks", type=int, default=2, help="alternating blocks per tool")
+    ap.add_argument("--concurrency", default="1,8,32", help="comma-separated, e.g. "
+                    "1,8,32,128,256")
+    ap.add_argument("--num-prompts", type=int, default=32,
+                    help="per block and tool, at least --waves x the concurrency")
+    ap.add_argument("--waves", type=int, default=4, help="requests per block = waves x "
+                    "concurrency (more waves: less of the block is ramp-up and tail)")
+    ap.add_argument("--sdk-up-to", type=int, default=10**6,
+                    help="run the openai-SDK reader only up to this concurrency")
+    ap.add_argument("--blocks", type=int, default=2, help="blocks per tool and concurrency")
     ap.add_argument("--output-len", type=int, default=32)
-    ap.add_argument("--concurrency", type=int, default=1)
-    ap.add_argument("--json-out")
+    ap.add_argument("--workers", type=int, help="load-path reader processes (default: auto)")
+    ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--out", help="folder for fidelity.json and fidelity-requests.csv")
     a = ap.parse_args()
+    levels = [int(c) for c in a.concurrency.split(",")]
+    tools = [t for t in a.tools.split(",") if t]
 
     tokenizer = a.tokenizer or str(demo_model.ensure(REPO_ROOT / ".cache" / "demo-model-tiny"))
     server = None
@@ -120,61 +101,85 @@ def main() -> int:
         server.start()
         server.wait_ready()
         base_url = cfg.base_url
+    out = Path(a.out) if a.out else None
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+    writer = RowWriter(out / "fidelity-requests.csv") if out else None
+    result: dict[str, Any] = {}
     try:
         info = server_info(base_url, None)
         model = a.model or info.models[0].id
-        # warm-up: both paths, outside the timed blocks
-        vllm_bench(base_url, model, tokenizer, prompts(-1, 4), a.output_len, a.concurrency)
-        ours(base_url, model, prompts(-2, 4), a.output_len, a.concurrency)
-        b_ttft, b_tpot, b_thr = [], [], []
-        o: dict[str, list] = {"ttft": [], "first_chunk": [], "tpot": [], "overhead": [],
-                              "throughput": []}
-        for blk in range(a.blocks):
-            texts = prompts(2 * blk, a.num_prompts)
-            r = vllm_bench(base_url, model, tokenizer, texts, a.output_len, a.concurrency)
-            b_ttft.append(r["median_ttft_ms"])
-            b_tpot.append(r["median_tpot_ms"])
-            b_thr.append(r["request_throughput"])
-            mine = ours(base_url, model, prompts(2 * blk + 1, a.num_prompts), a.output_len,
-                        a.concurrency)
-            for k in o:
-                o[k] += mine[k]
+        result = {
+            "machine": f"{platform.machine()} {platform.processor() or ''} "
+                       f"({os.cpu_count()} cores)".strip(),
+            "vllm": info.version, "output_len": a.output_len, "blocks": a.blocks,
+            "waves": a.waves,
+            "tools": tools, "date": time.strftime("%Y-%m-%d"),
+            "body": request.build(fixed_variant(a.output_len), "<prompt>", model).body(),
+            "levels": [],
+        }
+        # warm-up outside the timed blocks: every reader, every code path
+        run_vllm_bench(base_url, model, tokenizer, prompts(0, -1, "warm", 4), a.output_len, 2)
+        ours(base_url, "EMPTY", model, prompts(0, -1, "warm-raw", 4), a.output_len, 2,
+             client="raw", workers=1)
+        ours(base_url, "EMPTY", model, prompts(0, -1, "warm-sdk", 4), a.output_len, 2,
+             client="openai", workers=1)
+        for c in levels:
+            n = max(a.num_prompts, a.waves * c)
+            workers = a.workers or auto_workers(c)
+            here = [t for t in tools if t != "openai-sdk" or c <= a.sdk_up_to]
+            blocks: dict[str, list[Block]] = {t: [] for t in here}
+            for blk in range(a.blocks):
+                k = blk % len(here)
+                for tool in here[k:] + here[:k]:  # rotate: no tool always goes first
+                    texts = prompts(c, blk, tool, n)
+                    if tool == "vllm-bench":
+                        got, wall = run_vllm_bench(base_url, model, tokenizer, texts,
+                                                   a.output_len, c)
+                    else:
+                        got, wall, _ = ours(base_url, "EMPTY", model, texts, a.output_len, c,
+                                            client="raw" if tool == "load-path" else "openai",
+                                            workers=workers if tool == "load-path" else 1)
+                    blocks[tool].append((got, wall))
+                    if writer:
+                        writer.write(c, blk, tool, got)
+            # the control: vllm bench against itself, block by block -- a difference smaller
+            # than its own spread is "not resolved" by this run (lab/fidelity)
+            lv = level(c, blocks, n_per_block=n, load_path_workers=workers)
+            result["levels"].append(lv)
+            _print_level(lv, here)
+            if out:
+                (out / "fidelity.json").write_text(json.dumps(result, indent=1), "utf-8")
     finally:
+        if writer:
+            writer.close()
         if server is not None:
             server.stop()
-
-    result = {
-        "machine": f"{platform.machine()} {platform.processor() or ''} "
-                   f"({__import__('os').cpu_count()} cores)".strip(),
-        "vllm": info.version, "concurrency": a.concurrency, "output_len": a.output_len,
-        "n_per_tool": a.num_prompts * a.blocks,
-        "vllm_bench_median_ttft_ms": statistics.median(b_ttft),
-        "vllm_bench_median_tpot_ms": statistics.median(b_tpot),
-        "ours_median_ttft_ms": median(o["ttft"]),
-        "ours_median_first_chunk_ms": median(o["first_chunk"]),
-        "ours_median_tpot_ms": median(o["tpot"]),
-        "overhead_p50_ms": median(o["overhead"]) if o["overhead"] else None,
-        "vllm_bench_req_s": statistics.median(b_thr),
-        "ours_req_s": statistics.median(o["throughput"]),
-    }
-    result["ttft_ratio"] = result["ours_median_ttft_ms"] / result["vllm_bench_median_ttft_ms"]
-    result["tpot_ratio"] = result["ours_median_tpot_ms"] / result["vllm_bench_median_tpot_ms"]
-    result["throughput_ratio"] = result["ours_req_s"] / result["vllm_bench_req_s"]
-    print(f"\nfidelity on {result['machine']}, vLLM {result['vllm']}, concurrency "
-          f"{a.concurrency}, {a.output_len} output tokens, n={result['n_per_tool']} per tool")
-    print(f"{'':22}{'vllm bench serve':>18}{'playground':>12}{'ratio':>8}")
-    print(f"{'median TTFT (ms)':22}{result['vllm_bench_median_ttft_ms']:18.2f}"
-          f"{result['ours_median_ttft_ms']:12.2f}{result['ttft_ratio']:8.3f}")
-    print(f"{'median TPOT (ms)':22}{result['vllm_bench_median_tpot_ms']:18.2f}"
-          f"{result['ours_median_tpot_ms']:12.2f}{result['tpot_ratio']:8.3f}")
-    print(f"{'request throughput/s':22}{result['vllm_bench_req_s']:18.2f}"
-          f"{result['ours_req_s']:12.2f}{result['throughput_ratio']:8.3f}")
-    if result["overhead_p50_ms"] is not None:
-        print(f"client TTFT - server TTFT, p50: {result['overhead_p50_ms']:.2f} ms "
-              "(server TTFT = per-request metrics, from scheduling)")
-    if a.json_out:
-        Path(a.json_out).write_text(json.dumps(result, indent=2))
     return 0
+
+
+def _print_level(level: dict[str, Any], tools: list[str]) -> None:
+    c = level["concurrency"]
+    print(f"\nconcurrency {c}: {level['n_per_block']} requests per block and tool, load path "
+          f"on {level['load_path_workers']} reader process(es)")
+    print(f"{'':16}" + "".join(f"{t:>14}" for t in tools)
+          + "".join(f"{t + '/bench':>20}" for t in tools if t != "vllm-bench"))
+    for k in [f"{m}_{q}_ms" for m in METRICS for q in ("p50", "p99")] + ["req_per_s"]:
+        vals = "".join(f"{_n(level[t][k]):>14}" for t in tools)
+        rat = "".join(f"{_n(level.get(f'{t}_vs_vllm_bench', {}).get(k), 3):>20}"
+                      for t in tools if t != "vllm-bench")
+        print(f"{k:16}{vals}{rat}")
+    sp = level.get("vllm_bench_block_spread", {})
+    for t in tools:
+        if f"{t}_verdicts" in level:
+            print(f"{t} vs vllm bench (vllm bench's own block spread in brackets):")
+            for k in KEYS:
+                print(f"  {k:14} {_n(level[f'{t}_vs_vllm_bench'][k], 3):>7} "
+                      f"[{_n(sp.get(k), 3)}]  {level[f'{t}_verdicts'][k]}")
+
+
+def _n(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
 
 
 if __name__ == "__main__":

@@ -17,6 +17,19 @@ class PlaygroundError(Exception):
     def __str__(self) -> str:
         return f"{self.message} -- {self.hint}" if self.hint else self.message
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Subclasses take other constructor arguments: rebuild from the state, so an error
+        # crosses a process boundary intact (the load path's worker processes, lab/load).
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+def _rebuild(cls: type[PlaygroundError], args: tuple[object, ...], state: dict[str, object]
+             ) -> PlaygroundError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
+
 
 class ServerUnavailable(PlaygroundError):
     """Nothing answers at the base URL (refused, wrong port, DNS, server still starting)."""

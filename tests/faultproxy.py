@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -155,3 +156,12 @@ class FaultProxy:
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp
+
+
+def serving(upstream: str, api_key: str = "") -> Iterator[FaultProxy]:
+    """A started proxy for a fixture: `yield from serving(url, key)`; stopped afterwards."""
+    p = FaultProxy(upstream, api_key=api_key).start()
+    try:
+        yield p
+    finally:
+        p.stop()

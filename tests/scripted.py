@@ -57,7 +57,7 @@ class ScriptedBackend:
 class ScriptedPool:
     backend: ScriptedBackend
 
-    def get(self, base_url: str) -> ScriptedBackend:
+    def get(self, base_url: str, client: str = "auto") -> ScriptedBackend:
         return self.backend
 
     async def aclose(self) -> None:
@@ -78,7 +78,8 @@ class ScriptedPort:
     async def token_count(self, base_url: str, api_key: str, body: dict[str, Any]) -> int:
         return self.prompt_tokens
 
-    def pool(self, settings: Settings, api_key: str | None = None) -> ScriptedPool:
+    def pool(self, settings: Settings, api_key: str | None = None, *,
+             auto_client: str = "openai") -> ScriptedPool:
         return ScriptedPool(self.backend)
 
     async def floor_ms(self, settings: Settings, base_url: str, api_key: str) -> float:

@@ -1,7 +1,8 @@
 """The H200 runs (issue 8/8), run ON the GPU machine after staging (see benchmarks/gpu/README.md).
 
-    python3 benchmarks/gpu/h200.py one-server DIR [ARCHIVE.tgz]  # claims, fidelity, sweep, grid
+    python3 benchmarks/gpu/h200.py one-server DIR [ARCHIVE.tgz]  # claims, replay, grid
     python3 benchmarks/gpu/h200.py server-ab DIR [ARCHIVE.tgz]   # eager, chunked-prefill A/Bs
+    python3 benchmarks/gpu/h200.py load DIR [ARCHIVE.tgz]        # load path vs vllm bench
     H200_SKIP=claims,recording python3 benchmarks/gpu/h200.py ...  # leave out steps already run
 
 Everything goes through the project's own CLI and code: one managed vLLM (CUDA graphs, the
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,21 +125,30 @@ def sweep_summary(run_dir: Path, concurrency: int) -> dict:
             "req_per_s": len(ok) / span if span else None}
 
 
-def one_server(out: Path) -> list[dict]:
+def with_server(out: Path, steps: Callable[[str, list[dict]], None]) -> list[dict]:
+    """One managed server (CUDA graphs on: no --enforce-eager) for the steps, always stopped."""
     results: list[dict] = []
-    config = cpu_demo_config(MODEL, port=PORT)  # CUDA graphs on: no --enforce-eager
-    # vLLM 0.26's V2 model runner rejects thinking_token_budget (the thinking claim's fixed
-    # reasoning length): the V1 runner serves the whole board, and the note says so
-    os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "0"
+    config = cpu_demo_config(MODEL, port=PORT)
     server = ManagedServer(config, out / "logs" / "vllm.log", python=sys.executable)
-    note = "VLLM_USE_V2_MODEL_RUNNER=0 " + " ".join(server.command()[3:])
-    url = config.base_url
     t0 = time.time()
     server.start()
     try:
         server.wait_ready(timeout_s=400)
         results.append({"step": "server-start", "rc": 0, "wall_s": round(time.time() - t0, 1),
                         "cmd": server.command()})
+        steps(config.base_url, results)
+    finally:
+        server.stop()
+    return results
+
+
+def one_server(out: Path) -> list[dict]:
+    # vLLM 0.26's V2 model runner rejects thinking_token_budget (the thinking claim's fixed
+    # reasoning length): the V1 runner serves the whole board, and the note says so
+    os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "0"
+
+    def steps(url: str, results: list[dict]) -> None:
+        note = "VLLM_USE_V2_MODEL_RUNNER=0 " + " ".join(results[0]["cmd"][3:])
         # most wanted first: the archive is refreshed after each step, so a command cut off
         # by the device's time limit still brings back everything before the cut
         runs = Path("/tmp/h200-runs")
@@ -155,31 +166,65 @@ def one_server(out: Path) -> list[dict]:
                               "H200: seed default vs all optimizations",
                               "--note", f"vLLM on an H200, Qwen3-0.6B dimensions, random "
                               f"weights; {note}"), out, results, 60, env)
-        step("fidelity-c1", [sys.executable, "benchmarks/fidelity.py", "--base-url", url,
-                             "--tokenizer", str(MODEL), "--concurrency", "1",
-                             "--num-prompts", "40", "--json-out",
-                             str(out / "fidelity-c1.json")], out, results, 150)
-        step("fidelity-c32", [sys.executable, "benchmarks/fidelity.py", "--base-url", url,
-                              "--tokenizer", str(MODEL), "--concurrency", "32",
-                              "--num-prompts", "128", "--json-out",
-                              str(out / "fidelity-c32.json")], out, results, 150)
-        sweep = []
-        for conc, reps in SWEEP:
-            exp = Path(f"/tmp/sweep-c{conc}.yaml")
-            exp.write_text(f"name: sweep-c{conc}\ndescription: all-optimizations at "
-                           f"concurrency {conc}\nvariants: [all-optimizations]\nexamples: 64\n"
-                           f"repetitions: {reps}\nwarmup: 2\nconcurrency: {conc}\n", "utf-8")
-            rdir = Path(f"/tmp/sweep-runs-c{conc}")
-            if step(f"sweep-c{conc}", cli("bench", str(exp), "--base-url", url, "--out",
-                                          str(out / f"sweep/c{conc}")), out, results, 120,
-                    {"PLAYGROUND_RUNS_DIR": str(rdir)}) == 0:
-                sweep.append(sweep_summary(rdir, conc))
-            (out / "sweep.json").write_text(json.dumps(sweep, indent=1), "utf-8")
+        # fidelity and the concurrency sweep: the `load` phase (load_phase)
         step("grid", cli("bench", "thinking-x-guided-json", "--base-url", url, "--out",
                          str(out / "grid")), out, results, 120, env)
-    finally:
-        server.stop()
-    return results
+
+    return with_server(out, steps)
+
+
+def fidelity_cmd(url: str, out: Path) -> list[str]:
+    """Long blocks (8 waves of the concurrency each), 4 blocks per reader, rotated; the SDK
+    reader up to c128 (past that it only shows again what c128 shows, at 3x the time)."""
+    return [sys.executable, "benchmarks/fidelity.py", "--base-url", url, "--tokenizer",
+            str(MODEL), "--concurrency", "1,8,32,128,256", "--num-prompts", "32", "--waves",
+            "8", "--blocks", "4", "--sdk-up-to", "128", "--output-len", "32", "--out",
+            str(out / "fidelity")]
+
+
+def fidelity_phase(out: Path) -> list[dict]:
+    """The fidelity sweep alone (long blocks) and the one-process profile at c256."""
+    def steps(url: str, results: list[dict]) -> None:
+        step("fidelity", fidelity_cmd(url, out), out, results, 420)
+        step("client-profile-c256", [sys.executable, "benchmarks/client_profile.py",
+                                     "--base-url", url, "--concurrency", "256",
+                                     "--output-len", "32", "--out", str(out / "profile-c256")],
+             out, results, 60)
+
+    return with_server(out, steps)
+
+
+def load_phase(out: Path) -> list[dict]:
+    """Issue 4/6: the load path against vllm bench serve, one server, one command. Most wanted
+    first (the archive is refreshed after every step)."""
+    return with_server(out, lambda url, results: load_steps(out, url, results))
+
+
+def load_steps(out: Path, url: str, results: list[dict]) -> None:
+    step("fidelity", fidelity_cmd(url, out), out, results, 420)
+    step("client-profile", [sys.executable, "benchmarks/client_profile.py", "--base-url",
+                            url, "--concurrency", "32,128", "--output-len", "64",
+                            "--out", str(out / "profile")], out, results, 150)
+    step("sweep", cli("sweep", "--base-url", url, "--concurrency",
+                      "1,8,32,128,256,512,1024", "--output-len", "64", "--num-prompts",
+                      "64", "--out", str(out / "sweep")), out, results, 200)
+    runs = Path("/tmp/h200-load-runs")
+    step("probe-under-load", cli("bench", "seed-vs-optimized", "--base-url", url,
+                                 "--background", "64", "--background-engine",
+                                 "vllm-bench", "--out", str(out / "probe-under-load")),
+         out, results, 200, {"PLAYGROUND_RUNS_DIR": str(runs)})
+    bench_sweep = []
+    for conc, reps in SWEEP:
+        exp = Path(f"/tmp/sweep-c{conc}.yaml")
+        exp.write_text(f"name: sweep-c{conc}\ndescription: all-optimizations at "
+                       f"concurrency {conc}\nvariants: [all-optimizations]\nexamples: 64\n"
+                       f"repetitions: {reps}\nwarmup: 2\nconcurrency: {conc}\n", "utf-8")
+        rdir = Path(f"/tmp/sweep-runs-c{conc}")
+        if step(f"bench-sweep-c{conc}", cli("bench", str(exp), "--base-url", url, "--out",
+                                            str(out / f"bench-sweep/c{conc}")),
+                out, results, 120, {"PLAYGROUND_RUNS_DIR": str(rdir)}) == 0:
+            bench_sweep.append(sweep_summary(rdir, conc))
+        (out / "bench-sweep.json").write_text(json.dumps(bench_sweep, indent=1), "utf-8")
 
 
 def server_ab(out: Path, budget_s: float) -> list[dict]:
@@ -223,7 +268,9 @@ def main() -> int:
         env["vllm_version"] = f"not importable: {e}"
     (out / f"{phase}-environment.json").write_text(json.dumps(env, indent=1), "utf-8")
     t0 = time.time()
-    results = one_server(out) if phase == "one-server" else server_ab(out, budget_s)
+    phases = {"one-server": one_server, "load": load_phase, "fidelity": fidelity_phase,
+              "server-ab": lambda o: server_ab(o, budget_s)}
+    results = phases[phase](out)
     (out / f"{phase}-steps.json").write_text(json.dumps(
         {"phase": phase, "wall_s": round(time.time() - t0, 1), "steps": results}, indent=1),
         "utf-8")

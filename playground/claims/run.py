@@ -173,7 +173,7 @@ async def run_batch(settings: Settings, claim: Claim, exp: Experiment, run_file:
     total = (exp.repetitions + exp.warmup) * 2 * len(rows)
     yield 0, total, meta
     done = 0
-    pool = port.pool(settings)
+    pool = port.pool(settings, auto_client="raw")  # the lab reads raw (docs/load.md)
     try:
         for rep in range(-exp.warmup, exp.repetitions):
             order = [(sequential, 1), (concurrent, len(rows))]

@@ -45,15 +45,22 @@ def _bar(done: int, total: int, failed: int, width: int = 30) -> str:
 
 def run_bench(settings: Settings, path: Path, out: Path | None, *,
               ttft_slo_ms: float | None = None, e2e_slo_ms: float | None = None,
-              background: int | None = None) -> int:
+              background: int | None = None, background_engine: str | None = None,
+              workers: int | None = None) -> int:
     library = PresetLibrary(settings.presets_dir, settings.user_presets_dir)
     exp = load_experiment(_resolve(path, settings), library)
-    if background is not None:
+    for flag, key, value, rule in (
+            ("--background", "background", background, "must be 0-256 requests (at most 64 "
+             "with --background-engine playground)"),
+            ("--background-engine", "background_engine", background_engine,
+             "auto, playground or vllm-bench"),
+            ("--workers", "workers", workers, "must be 1-64 processes")):
+        if value is None:
+            continue
         try:
-            exp = exp.model_validate({**exp.model_dump(by_alias=True),
-                                      "background": background})
+            exp = exp.model_validate({**exp.model_dump(by_alias=True), key: value})
         except ValueError:
-            raise ValidationFailed("--background", "must be 0-64 requests") from None
+            raise ValidationFailed(flag, rule) from None
 
     async def go() -> tuple[Path, int]:
         run_path, failed = None, 0
@@ -103,8 +110,7 @@ def report_text(run: Run, *, ttft_slo_ms: float | None = None,
                   text_table(as_dicts(GRID_HEADERS, grid_rows(summary["grid"])), GRID_HEADERS)]
     bg = run.background
     if bg is not None and bg.requests_in_flight:
-        lines.append(f"\nunder load: {bg.requests_in_flight} background requests in flight "
-                     f"({bg.completed} completed, {bg.failed} failed)")
+        lines.append(f"\nunder load: {bg.describe()}")
     if run.meta.demo_model:
         lines.append(f"\nNOTE: {DEMO_NOTICE}")
     return "\n".join(lines)

@@ -22,7 +22,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     return run_bench(settings_of(args), Path(args.experiment), Path(args.out) if args.out
                      else None, ttft_slo_ms=args.slo_ttft_ms, e2e_slo_ms=args.slo_e2e_ms,
-                     background=args.background)
+                     background=args.background, background_engine=args.background_engine,
+                     workers=args.workers)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from playground.cli.sweep import run_sweep
+
+    return run_sweep(settings_of(args), args.concurrency, Path(args.out), engine=args.engine,
+                     output_len=args.output_len, num_prompts=args.num_prompts)
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
@@ -108,9 +116,27 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--slo-ttft-ms", type=float, help="goodput objective: first visible "
                    "character (TTFT; E2E when not streaming) at most this")
     p.add_argument("--slo-e2e-ms", type=float, help="goodput objective: E2E at most this")
-    p.add_argument("--background", type=int, help="probe under load: keep N (0-64) "
+    p.add_argument("--background", type=int, help="probe under load: keep N (0-256) "
                    "background requests in flight during the timed trials")
+    p.add_argument("--background-engine", choices=["auto", "playground", "vllm-bench"],
+                   help="who keeps the background load in flight (default auto: vllm bench "
+                   "serve when the server's Python has vLLM)")
+    p.add_argument("--workers", type=int, help="reader processes for the timed trials "
+                   "(default: one per 32 streams, at most half the cores)")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("sweep", help="a concurrency sweep of one fixed-length workload: the "
+                       "load path while it holds here, vllm bench serve past that")
+    _connection_args(p)
+    p.add_argument("--concurrency", default="1,8,32,128", help="comma-separated levels")
+    p.add_argument("--engine", choices=["auto", "playground", "vllm-bench"], default="auto",
+                   help="auto: the load path up to 32 streams per reader process on half the "
+                   "cores, vllm bench serve past that")
+    p.add_argument("--output-len", type=int, default=64, help="tokens per answer (ignore_eos)")
+    p.add_argument("--num-prompts", type=int, default=64, help="requests per level (at least "
+                   "2 x the concurrency)")
+    p.add_argument("--out", required=True, help="folder for sweep.json + sweep-requests.csv")
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("claims", help="run the seed articles' claims and write the board "
                        "(claims.json, claims.md, claims-report.html)")

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import openai
 
+from playground.core.events import Clock, Event
 from playground.core.metrics import Usage
 from playground.core.request import ChatRequest
 from playground.errors import (
@@ -24,7 +24,6 @@ from playground.errors import (
     StreamError,
 )
 
-Clock = Callable[[], float]
 # Set per request (per task) by Backend.events; the HTTP client's request hook calls it at the
 # moment the request is handed to the transport -- docs/measurement.md's t_send.
 _ON_SEND: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
@@ -35,22 +34,6 @@ async def _request_hook(_request: object) -> None:
     on_send = _ON_SEND.get()
     if on_send is not None:
         on_send()
-
-
-EventKind = Literal["sent", "headers", "chunk", "usage", "done", "error"]
-
-
-@dataclass(frozen=True)
-class Event:
-    kind: EventKind
-    t: float
-    reasoning: str = ""
-    content: str = ""
-    finish_reason: str | None = None
-    usage: Usage | None = None
-    server_metrics: dict[str, float] | None = None
-    status: int | None = None
-    error: PlaygroundError | None = None
 
 
 class Backend:
@@ -209,18 +192,36 @@ def _root_cause(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 
-class ClientPool:
-    """One Backend per base URL, shared by every request to that server."""
+ClientName = Literal["openai", "raw"]
 
-    def __init__(self, api_key: str, **timeouts: float) -> None:
+
+class ClientPool:
+    """One backend per (base URL, client), shared by every request to that server.
+
+    A variant's `client` picks the reader: "openai" (the SDK, what "View code" shows) or "raw"
+    (core/wire: the same body, parsed the way vllm bench serve does). "auto" is `auto_client`:
+    the SDK in the Playground, the raw reader in the benchmark lab (docs/load.md)."""
+
+    def __init__(self, api_key: str, *, auto_client: ClientName = "openai",
+                 **timeouts: float) -> None:
         self._api_key = api_key
         self._timeouts = timeouts
-        self._backends: dict[str, Backend] = {}
+        self.auto_client: ClientName = auto_client
+        self._backends: dict[tuple[str, str], Any] = {}
 
-    def get(self, base_url: str) -> Backend:
-        key = base_url.rstrip("/")
+    def resolve(self, client: str) -> ClientName:
+        return self.auto_client if client == "auto" else client  # type: ignore[return-value]
+
+    def get(self, base_url: str, client: str = "auto") -> Any:
+        name = self.resolve(client)
+        key = (base_url.rstrip("/"), name)
         if key not in self._backends:
-            self._backends[key] = Backend(key, self._api_key, **self._timeouts)
+            if name == "raw":
+                from playground.core.wire import RawBackend  # aiohttp: only when asked for
+
+                self._backends[key] = RawBackend(key[0], self._api_key, **self._timeouts)
+            else:
+                self._backends[key] = Backend(key[0], self._api_key, **self._timeouts)
         return self._backends[key]
 
     async def aclose(self) -> None:

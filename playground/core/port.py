@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-from playground.core.client import ClientPool, Clock, Event
+from playground.core.client import ClientName, ClientPool, Clock, Event
 from playground.core.request import ChatRequest
 from playground.server.floor import server_floor
 from playground.server.http import ServerInfo, aserver_info, atokenize_count
@@ -25,7 +25,7 @@ class ChatBackend(Protocol):
 
 
 class Pool(Protocol):
-    def get(self, base_url: str) -> ChatBackend: ...
+    def get(self, base_url: str, client: str = "auto") -> ChatBackend: ...
 
     async def aclose(self) -> None: ...
 
@@ -36,7 +36,8 @@ class Port(Protocol):
     async def token_count(self, base_url: str, api_key: str, body: dict[str, Any]
                           ) -> int | None: ...
 
-    def pool(self, settings: Settings, api_key: str | None = None) -> Pool: ...
+    def pool(self, settings: Settings, api_key: str | None = None, *,
+             auto_client: ClientName = "openai") -> Pool: ...
 
     async def floor_ms(self, settings: Settings, base_url: str, api_key: str
                        ) -> float | None: ...
@@ -52,8 +53,9 @@ class Live:
                           ) -> int | None:
         return await atokenize_count(base_url, api_key, body)
 
-    def pool(self, settings: Settings, api_key: str | None = None) -> Pool:
-        return ClientPool(api_key or settings.api_key_value(),
+    def pool(self, settings: Settings, api_key: str | None = None, *,
+             auto_client: ClientName = "openai") -> Pool:
+        return ClientPool(api_key or settings.api_key_value(), auto_client=auto_client,
                           connect_timeout_s=settings.connect_timeout_s,
                           read_timeout_s=settings.read_timeout_s, timeout_s=settings.timeout_s)
 

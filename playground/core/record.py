@@ -70,6 +70,7 @@ class RequestRecord(BaseModel):
     repetition: int | None = None
     score: ScoreInfo | None = None
     server_preset: str | None = None
+    client: str | None = None  # "openai" (SDK) or "raw" (core/wire): who read the stream
 
     @model_validator(mode="before")
     @classmethod
@@ -113,7 +114,7 @@ class RequestRecord(BaseModel):
         return cls(variant=rec.variant, base_url=rec.base_url, status=rec.status,
                    request=rec.request.body(), raw=rec.raw, content=rec.content,
                    reasoning=rec.reasoning, error=error, clock_origin=rec.clock_origin,
-                   **trial)
+                   client=rec.client, **trial)
 
     def line(self) -> dict[str, Any]:
         """JSON-ready, as the store writes it."""

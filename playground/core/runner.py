@@ -37,6 +37,7 @@ class Recording:
     reasoning: str = ""
     error: PlaygroundError | None = None
     events: int = 0
+    client: str | None = None  # the reader that measured it: "openai" (SDK) or "raw"
     # (time.time(), clock()) read together: maps clock readings to wall-clock time, so other
     # processes on this machine (a browser) can be compared with our stamps.
     clock_origin: tuple[float, float] = field(
@@ -100,7 +101,9 @@ def new_recording(variant: Variant, request: ChatRequest, base_url: str) -> Reco
 
 async def _drive(pool: ClientPool, rec: Recording, clock: Clock, timeout_s: float,
                  notify: asyncio.Queue[int], index: int) -> None:
-    backend = pool.get(rec.base_url)
+    backend = pool.get(rec.base_url, rec.variant.client)
+    resolve = getattr(pool, "resolve", None)
+    rec.client = resolve(rec.variant.client) if resolve else rec.variant.client
     try:
         async with asyncio.timeout(timeout_s):
             async for ev in backend.events(rec.request, clock):

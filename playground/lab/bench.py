@@ -21,7 +21,8 @@ from playground.core.record import RequestRecord, ScoreInfo
 from playground.core.runner import Recording, new_recording, run_many
 from playground.core.scoring import score
 from playground.errors import ValidationFailed
-from playground.lab.background import BackgroundLoad
+from playground.lab.background import background_load
+from playground.lab.load import LoadClient, run_load
 from playground.lab.plan import Trial, plan
 from playground.lab.store import RunFile, RunMeta, RunStore
 from playground.server.embedded import has_gpu_vllm, preset_config
@@ -153,19 +154,25 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
         failed += rec.error is not None and t.phase == "timed"
         queue.put_nowait(BenchEvent("request", done, len(trials), record, failed))
 
-    pool = port.pool(settings)
+    # the lab reads streams with the raw reader unless a variant names its client (docs/load.md)
+    pool = port.pool(settings, auto_client="raw")
+    client = LoadClient(settings.api_key_value(), connect_timeout_s=settings.connect_timeout_s,
+                        read_timeout_s=settings.read_timeout_s, timeout_s=settings.timeout_s)
 
-    load = BackgroundLoad(pool, first_url or settings.base_url, model, exp.background,
-                          settings.timeout_s)
+    served = next((m for m in (await port.info(target.base_url, settings.api_key_value())
+                               ).models if m.id == model), None)
+    load = await background_load(settings, exp.background_engine, exp.background, pool,
+                                 first_url or settings.base_url, model,
+                                 served.root if served else None)
 
     async def go() -> None:
         # warm-up sequentially (compiles grammars, fills caches), then the timed trials
         await run_many(pool, recs[:n_warm], concurrency=1, timeout_s=settings.timeout_s,
                        on_done=on_done)
-        await load.start()
         try:
-            await run_many(pool, recs[n_warm:], concurrency=exp.concurrency,
-                           timeout_s=settings.timeout_s, on_done=on_done)
+            await load.start()
+            await run_load(recs[n_warm:], concurrency=exp.concurrency, client=client,
+                           workers=exp.workers, pool=pool, on_done=on_done)
         finally:
             run_file.append(await load.stop())
 

@@ -65,9 +65,21 @@ class BackgroundRecord(BaseModel):
     v: int = RUN_FORMAT
     kind: Literal["background"] = "background"
     requests_in_flight: int
-    completed: int
-    failed: int
+    completed: int | None  # None: counted by an external engine that was interrupted
+    failed: int | None
     max_tokens: int
+    engine: str = "playground"  # or "vllm bench serve" (lab/engine)
+    running_at_start: float | None = None  # the server's running gauge when the probe began
+
+    def describe(self) -> str:
+        """One sentence for the CLI, the Benchmark tab and the report."""
+        who = "the playground's runner" if self.engine == "playground" else self.engine
+        counts = (f"; {self.completed} completed, {self.failed} failed"
+                  if self.completed is not None else "")
+        seen = (f"; the server reported {self.running_at_start:.0f} running when the probe "
+                "began" if self.running_at_start is not None else "")
+        return (f"{self.requests_in_flight} background requests kept in flight by {who} "
+                f"({self.max_tokens} tokens each{counts}{seen})")
 
 
 Line = RunMeta | RequestRecord | BatchRecord | BackgroundRecord

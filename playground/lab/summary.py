@@ -127,7 +127,8 @@ def summarize_run(run: Run, *, ttft_slo_ms: float | None = None,
             "goodput_pct": insight.goodput(timed, ttft_slo_ms, e2e_slo_ms),
             "grid": insight.grid(timed) if insight.is_grid(timed) else None,
             "floor_ms": run.meta.floor_ms,
-            "background": run.background.model_dump() if run.background else None}
+            "background": ({**run.background.model_dump(), "text": run.background.describe()}
+                           if run.background else None)}
 
 
 def write_outputs(run: Run, out_dir: Path, *, ttft_slo_ms: float | None = None,

@@ -85,6 +85,7 @@ def report(summary: dict[str, Any], timed: Sequence[RequestRecord], *,
         why_headers=tables.WHY_HEADERS, why_rows=tables.why_rows(summary),
         floor_text=floor_text(summary["floor_ms"]),
         background=bg if bg and bg.get("requests_in_flight") else None,
+        background_text=(bg or {}).get("text", ""),
         grid_headers=tables.GRID_HEADERS,
         grid_rows=tables.grid_rows(summary["grid"]) if summary.get("grid") else [],
         method=method_text(exp), environment=json.dumps(env, ensure_ascii=False))

@@ -40,17 +40,28 @@ class Experiment(BaseModel):
     warmup: int = Field(default=1, ge=0, le=100, description="untimed requests per variant")
     order: Literal["interleaved", "random"] = "interleaved"
     concurrency: int = Field(default=1, ge=1, le=256)
+    # Reader processes for the timed trials (lab/load): None = one per 32 streams, at most half
+    # the cores. Stamps from every process are on one clock (docs/load.md).
+    workers: int | None = Field(default=None, ge=1, le=64)
     cache: Literal["cold", "warm"] = "cold"
     seed: int = 0
     # Probe under load: keep this many background requests in flight against the first
     # variant's server during the timed trials (bounded: a probe, not a load test).
-    background: int = Field(default=0, ge=0, le=64)
+    background: int = Field(default=0, ge=0, le=256)
+    # Who keeps the background load in flight: "vllm-bench" (vllm bench serve as a subprocess,
+    # lab/engine), "playground" (our own lanes, at most 64), "auto" = vllm bench when the
+    # server's Python has vLLM, else ours.
+    background_engine: Literal["auto", "playground", "vllm-bench"] = "auto"
 
     @model_validator(mode="after")
     def _check(self) -> Experiment:
         names = [v.name for v in self.variants]
         if len(set(names)) != len(names):
             raise ValueError(f"variant names must be unique, got {names}")
+        if self.background_engine == "playground" and self.background > 64:
+            raise ValueError(f"background: the playground's own lanes keep at most 64 in "
+                             f"flight, got {self.background}; use background_engine: "
+                             "vllm-bench for more")
         if self.baseline is not None and self.baseline not in names:
             raise ValueError(f"baseline {self.baseline!r} is not one of the variants {names}")
         return self

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -94,6 +94,10 @@ class Variant(BaseModel):
     # a benchmark starts as a managed server of its own. None = the session's server.
     base_url: str | None = None
     server: str | None = None
+    # Which client reads the answer: "openai" (the SDK, the code "View code" shows), "raw"
+    # (the same body read the way vllm bench serve reads it), or "auto" (the SDK in the
+    # Playground, raw in the benchmark lab). Compare the two to see the SDK's own overhead.
+    client: Literal["auto", "openai", "raw"] = "auto"
 
     @field_validator("name")
     @classmethod

@@ -65,8 +65,7 @@ def _views(run: Run, wait: str = "visible_wait_ms", ttft_slo: float | None = Non
         verdicts += f"\n\n⚠️ {DEMO_NOTICE}"
     bg = run.background
     if bg is not None and bg.requests_in_flight:
-        verdicts += (f"\n\n🔁 Under load: {bg.requests_in_flight} background requests "
-                     "kept in flight during the timed trials.")
+        verdicts += f"\n\n🔁 Under load: {bg.describe()} during the timed trials."
     grid = grid_rows(summary["grid"]) if summary["grid"] else []
     return (summary_rows(summary), verdicts, box_plot(timed, wait),
             box_plot(timed, "e2e_ms"), accuracy_plot(summary),
@@ -82,8 +81,9 @@ def build(ctx: UIContext) -> None:
                                  label="experiment (presets/experiments)", scale=3)
         examples = gr.Number(None, label="examples (empty = experiment's)", precision=0)
         reps = gr.Number(None, label="repetitions (empty = experiment's)", precision=0)
-        background = gr.Number(0, label="background requests (probe under load, 0-64)",
-                               precision=0, minimum=0, maximum=64)
+        background = gr.Number(0, label="background requests (probe under load, 0-256: "
+                                         "vllm bench serve keeps them)",
+                               precision=0, minimum=0, maximum=256)
         run_btn = gr.Button("Run benchmark", variant="primary")
         stop_btn = gr.Button("Stop", variant="stop")
     if bad:

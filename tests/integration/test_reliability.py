@@ -24,7 +24,7 @@ from playground.server.prom import running_requests
 from playground.settings import REPO_ROOT, Settings
 from playground.specs.experiments import load_experiment
 from playground.specs.presets import MAX_SCHEMA_BYTES, PresetLibrary
-from tests.faultproxy import FaultProxy
+from tests.faultproxy import FaultProxy, serving
 
 pytestmark = pytest.mark.server
 R = pytest.mark.reliability
@@ -35,9 +35,7 @@ SECRET = "sk-test-SECRET-4f1a9c"
 
 @pytest.fixture(scope="module")
 def proxy(vllm_server: str) -> Iterator[FaultProxy]:
-    p = FaultProxy(vllm_server, api_key=SECRET).start()
-    yield p
-    p.stop()
+    yield from serving(vllm_server, SECRET)
 
 
 def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,

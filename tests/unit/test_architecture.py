@@ -13,7 +13,8 @@ from playground.settings import PACKAGE_DIR
 ROOMS = ["base", "specs", "server", "core", "outputs", "lab", "claims", "ui", "cli"]
 ONLY = {"gradio": "playground.ui", "openai": "playground.core.client",
         "httpx": "playground.server.http", "httpx2": "playground.server.http",
-        "urllib.request": "playground.server.http", "aiohttp": "-", "requests": "-"}
+        "urllib.request": "playground.server.http", "aiohttp": "playground.core.wire",
+        "requests": "-"}
 MAX_LINES = 300
 
 

@@ -1,0 +1,162 @@
+"""A concurrency sweep: one fixed-length workload at several concurrencies, each level measured by
+the load path while it holds on this machine and by vllm bench serve past that (docs/load.md).
+
+Both engines get the same prompts (unique per request: no prefix-cache hits), the same output
+length (ignore_eos), thinking off, temperature 0. Their per-request results become the same rows
+(ms: TTFT, TPOT = (E2E - TTFT) / (tokens - 1), E2E, every ITL) and every percentile comes from
+lab/stats, whichever engine measured the level.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import gzip
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from playground.core import request
+from playground.core.runner import new_recording
+from playground.lab.engine import (
+    BenchServe,
+    aligned,
+    bench_serve_rows,
+    tokenizer_for,
+    write_prompts,
+)
+from playground.lab.load import STREAMS_PER_WORKER, LoadClient, auto_workers, run_load
+from playground.lab.stats import percentile
+from playground.specs.presets import Variant
+
+Engine = Literal["auto", "playground", "vllm-bench"]
+METRICS = ("ttft", "tpot", "itl", "e2e")
+CSV_HEADER = ["concurrency", "block", "tool", "request", "ok", "ttft_ms", "tpot_ms", "e2e_ms",
+              "output_tokens", "itl_ms"]
+FILLER = "Summarise the history of the printing press for a museum visitor."
+
+
+def holds(concurrency: int, cpus: int | None = None) -> bool:
+    """Whether the load path keeps up here: at most STREAMS_PER_WORKER streams per reader
+    process, with reader processes on at most half the cores."""
+    return concurrency <= auto_workers(concurrency, cpus) * STREAMS_PER_WORKER
+
+
+def choose(engine: Engine, concurrency: int, has_vllm: bool, cpus: int | None = None) -> str:
+    if engine != "auto":
+        return engine
+    if holds(concurrency, cpus) or not has_vllm:
+        return "playground"
+    return "vllm-bench"
+
+
+def prompts(tag: str, n: int) -> list[str]:
+    return [f"[{tag} request {i}] {FILLER}" for i in range(n)]
+
+
+def fixed_variant(output_len: int, client: str = "raw") -> Variant:
+    return Variant(name=f"fixed-{output_len}-{client}", stream=True, thinking=False,
+                   temperature=0.0, max_tokens=output_len, ignore_eos=True,
+                   client=client)  # type: ignore[arg-type]
+
+
+def ours(base_url: str, api_key: str, model: str, texts: Sequence[str], output_len: int,
+         concurrency: int, *, client: str = "raw", workers: int | None = None,
+         timeout_s: float = 600.0) -> tuple[list[dict[str, Any]], float, int]:
+    """Rows, wall seconds (start signal -> last record) and reader processes used."""
+    v = fixed_variant(output_len, client)
+    recs = [new_recording(v, request.build(v, t, model), base_url) for t in texts]
+    res = asyncio.run(run_load(recs, concurrency=concurrency, workers=workers,
+                               client=LoadClient(api_key, timeout_s=timeout_s,
+                                                 read_timeout_s=timeout_s)))
+    rows = []
+    for r in recs:
+        m = r.metrics()
+        ok = r.error is None and m.ttft_ms is not None
+        server_ttft = (r.raw.server_metrics or {}).get("time_to_first_token_ms")
+        rows.append({"ok": ok, "ttft": m.ttft_ms, "tpot": m.tpot_ms, "e2e": m.e2e_ms,
+                     "itl": m.itl_ms if ok else [], "output_tokens": m.completion_tokens,
+                     "error": str(r.error) if r.error else "",
+                     # client TTFT - the server's own TTFT (from scheduling)
+                     "overhead": m.ttft_ms - server_ttft if ok and server_ttft else None})
+    return rows, res.wall_s, res.workers
+
+
+def vllm_bench(base_url: str, api_key: str, model: str, model_root: str | None,
+               texts: Sequence[str], output_len: int, concurrency: int, python: str,
+               work: Path) -> tuple[list[dict[str, Any]], float]:
+    data = write_prompts(work / f"prompts-c{concurrency}.jsonl", list(texts))
+    spec = BenchServe(base_url, model, tokenizer_for(model, model_root), concurrency,
+                      dataset=data, num_prompts=len(texts), output_len=output_len)
+    rows, duration, _ = bench_serve_rows(spec, api_key, python,
+                                         work / f"vllm-bench-c{concurrency}.log")
+    return rows, duration
+
+
+def summarise(rows: Sequence[dict[str, Any]], walls: Sequence[float]) -> dict[str, Any]:
+    """p50/p99 of each metric (ITL: over every gap of every request), completed requests per
+    second of wall time, and how many failed."""
+    ok = [r for r in rows if r["ok"]]
+    out: dict[str, Any] = {"n": len(rows), "failed": len(rows) - len(ok)}
+    for m in METRICS:
+        vals = [x for r in ok for x in r["itl"]] if m == "itl" else [r[m] for r in ok]
+        out[f"{m}_p50_ms"] = percentile(vals, 50)
+        out[f"{m}_p99_ms"] = percentile(vals, 99)
+    out["req_per_s"] = len(ok) / sum(walls) if walls and sum(walls) > 0 else None
+    out["ttft_minus_server_ttft_p50_ms"] = percentile([r.get("overhead") for r in ok], 50)
+    return out
+
+
+class RowWriter:
+    """Per-request rows as CSV (the raw data behind every published percentile)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = path.open("w", newline="", encoding="utf-8")
+        self._w = csv.writer(self._f)
+        self._w.writerow(CSV_HEADER)
+
+    def write(self, concurrency: int, block: int, tool: str,
+              rows: Sequence[dict[str, Any]]) -> None:
+        for i, r in enumerate(rows):
+            self._w.writerow([concurrency, block, tool, i, int(r["ok"]),
+                              *(_f(r[m]) for m in ("ttft", "tpot", "e2e")),
+                              r["output_tokens"], " ".join(f"{x:.3f}" for x in r["itl"])])
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The CSV (or .csv.gz) back as rows, for re-summarising published data. vllm bench rows
+    written before its role-chunk gap was moved to TTFT are aligned here (engine.aligned: a
+    no-op on rows that already have one gap fewer than tokens)."""
+    out = []
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", newline="") as f:
+        for r in csv.DictReader(f):
+            n = int(r["output_tokens"]) if r["output_tokens"] else None
+            row: dict[str, Any] = {
+                "ok": r["ok"] == "1", "ttft": _num(r["ttft_ms"]), "tpot": _num(r["tpot_ms"]),
+                "e2e": _num(r["e2e_ms"]), "output_tokens": n,
+                "itl": [float(x) for x in r["itl_ms"].split()]}
+            if r["tool"] == "vllm-bench" and row["ok"] and row["ttft"] is not None:
+                row = aligned(row["ttft"], row["itl"], n)
+            row.update(concurrency=int(r["concurrency"]), block=int(r["block"]),
+                       tool=r["tool"])
+            out.append(row)
+    return out
+
+
+def _f(x: float | None) -> str:
+    return "" if x is None else f"{x:.3f}"
+
+
+def _num(s: str) -> float | None:
+    return float(s) if s else None
+
+
+def cpu_count() -> int:
+    return os.cpu_count() or 1

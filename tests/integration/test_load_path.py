@@ -1,0 +1,223 @@
+"""The load path against the real CPU server: the same bodies, the same readings, every request
+accounted for (one process or several), faults named like the SDK path names them, and the hand-off
+to vllm bench serve (docs/load.md). No durations are asserted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from playground.core import request
+from playground.core.client import ClientPool
+from playground.core.runner import Recording, new_recording, run_many
+from playground.lab.load import LoadClient, run_load
+from playground.lab.sweep import read_rows
+from playground.server.http import server_info
+from playground.specs.presets import Variant
+from tests.faultproxy import FaultProxy, serving
+
+KEY = "sk-load-path-test-4b7e"
+
+
+@pytest.fixture(scope="module")
+def proxy(vllm_server: str) -> Iterator[FaultProxy]:
+    yield from serving(vllm_server, KEY)
+
+
+@pytest.fixture(scope="module")
+def model(vllm_server: str) -> str:
+    return server_info(vllm_server, None).models[0].id
+
+
+def fixed(client: str, n: int = 12) -> Variant:
+    return Variant(name=f"load-{client}", stream=True, temperature=0.0, max_tokens=n,
+                   ignore_eos=True, client=client)  # type: ignore[arg-type]
+
+
+def run_one(rec: Recording, **timeouts: float) -> None:
+    async def go() -> None:
+        pool = ClientPool("EMPTY", **timeouts)
+        try:
+            await run_many(pool, [rec])
+        finally:
+            await pool.aclose()
+
+    asyncio.run(go())
+
+
+def chat_bodies(proxy: FaultProxy, fault: str) -> list[dict]:
+    return [json.loads(s["body"]) for s in proxy.seen
+            if s["fault"] == fault and s["path"].endswith("chat/completions")]
+
+
+def test_raw_reader_and_sdk_send_the_body_view_code_shows_and_read_the_same_stream(
+        proxy: FaultProxy, model: str) -> None:
+    recs = {}
+    for client in ("openai", "raw"):
+        v = fixed(client)
+        req = request.build(v, "Name three rivers.", model)
+        rec = new_recording(v, req, proxy.url(f"ok-body-{client}"))
+        run_one(rec)
+        assert rec.error is None and rec.client == client
+        sent = chat_bodies(proxy, f"ok-body-{client}")
+        assert len(sent) == 1
+        # what went over the wire is the pure function's body, and the curl snippet's
+        curl = request.curl_snippet(req, proxy.url("ok"))
+        assert sent[0] == req.body() == json.loads(curl.split("-d '", 1)[1].rstrip("'"))
+        recs[client] = rec
+    sdk, raw = recs["openai"], recs["raw"]
+    # temperature 0, the same prompt: the same text, chunk for chunk, read by either reader
+    assert raw.content == sdk.content and raw.content
+    assert len(raw.raw.token_times) == len(sdk.raw.token_times) > 1
+    for r in (sdk, raw):
+        m = r.metrics()  # one derivation (core/metrics) whoever read the stream
+        assert m.completion_tokens == 12 and r.raw.finish_reason == "length"
+        assert m.ttft_ms is not None and m.tpot_ms is not None
+        assert len(m.itl_ms) == len(r.raw.token_times) - 1
+        assert r.raw.server_metrics and "time_to_first_token_ms" in r.raw.server_metrics
+
+
+def test_worker_processes_account_for_every_request_on_one_clock(
+        proxy: FaultProxy, model: str) -> None:
+    v = fixed("auto", 8)
+    recs = [new_recording(v, request.build(v, f"[load {i}] Count to five.", model),
+                          proxy.url("500" if i in (3, 9) else "ok-workers"))
+            for i in range(12)]
+    done: list[int] = []
+    index = {id(r): i for i, r in enumerate(recs)}
+    t0 = time.perf_counter()
+    res = asyncio.run(run_load(recs, concurrency=4, workers=2, client=LoadClient("EMPTY"),
+                               on_done=lambda r: done.append(index[id(r)])))
+    t1 = time.perf_counter()
+    assert res.workers == 2 and res.concurrency == 4
+    assert sorted(done) == list(range(12))  # each request reported once, as it finished
+    ok = [r for i, r in enumerate(recs) if i not in (3, 9)]
+    assert all(r.status == "done" and r.error is None and r.client == "raw" for r in ok)
+    for i in (3, 9):  # a failed request is data, with the server's reason
+        assert recs[i].status == "error" and "HTTP 500" in str(recs[i].error)
+        assert type(recs[i].error).__name__ == "RequestRejected"
+    # the workers' stamps are on the parent's clock (CLOCK_MONOTONIC): inside its window
+    assert all(t0 < r.raw.t_send < r.raw.t_last < t1 for r in ok)
+    assert len(chat_bodies(proxy, "ok-workers")) == 10 and len(chat_bodies(proxy, "500")) >= 2
+
+
+FAULTS = [  # the SDK path's wording (test_reliability), which the raw reader must match
+    ("kill", "StreamError", "stream broke after it started", True),
+    ("malformed", "StreamError", "not JSON", True),
+    ("error-event", "StreamError", "stream failed after it started", True),
+    ("500", "RequestRejected", "HTTP 500", False),
+]
+
+
+@pytest.mark.parametrize(("fault", "kind", "words", "partial"), FAULTS)
+def test_raw_reader_names_each_fault_like_the_sdk(proxy: FaultProxy, model: str, fault: str,
+                                                  kind: str, words: str, partial: bool) -> None:
+    got = {}
+    for client in ("openai", "raw"):
+        v = fixed(client, 32)
+        rec = new_recording(v, request.build(v, f"[{fault} {client}] Go on.", model),
+                            proxy.url(fault))
+        run_one(rec)
+        assert rec.status == "error" and type(rec.error).__name__ == kind, rec.error
+        assert words in str(rec.error)
+        assert bool(rec.content) == partial  # what arrived before the fault is kept
+        got[client] = rec
+    assert type(got["raw"].error) is type(got["openai"].error)
+
+
+def test_raw_reader_names_a_stall(proxy: FaultProxy, model: str) -> None:
+    v = fixed("raw", 32)
+    rec = new_recording(v, request.build(v, "[stall raw] Go on.", model), proxy.url("stall"))
+    run_one(rec, read_timeout_s=2)
+    assert type(rec.error).__name__ == "RequestTimeout" and "stalled" in str(rec.error)
+    assert rec.content
+
+
+def _workers_running() -> list[int]:
+    out = subprocess.run(["pgrep", "-f", "playground.lab.load_worker"], capture_output=True,
+                         text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def test_a_killed_worker_loses_only_its_in_flight_requests(vllm_server: str,
+                                                           model: str) -> None:
+    held = FaultProxy(vllm_server).start()
+    try:
+        v = fixed("raw", 4)
+        recs = [new_recording(v, request.build(v, f"[held {i}] Hi.", model), held.url("hold"))
+                for i in range(6)]
+        reported: list[Recording] = []
+
+        async def go() -> None:
+            task = asyncio.create_task(run_load(recs, concurrency=6, workers=2,
+                                                client=LoadClient("EMPTY"),
+                                                on_done=reported.append))
+            for _ in range(600):  # every request is held at the proxy: all six in flight
+                if len(chat_bodies(held, "hold")) == 6:
+                    break
+                await asyncio.sleep(0.1)
+            workers = _workers_running()
+            assert len(workers) == 2
+            os.kill(workers[0], signal.SIGKILL)
+            await asyncio.sleep(1.0)
+            held.release()
+            await task
+
+        asyncio.run(go())
+        lost = [r for r in recs if r.error is not None]
+        kept = [r for r in recs if r.error is None]
+        assert len(reported) == 6  # every request accounted for
+        assert len(lost) == 3 and all("load worker" in str(r.error) for r in lost)
+        assert len(kept) == 3 and all(r.status == "done" for r in kept)
+        assert _workers_running() == []
+    finally:
+        held.stop()
+
+
+def test_sweep_hands_a_level_to_vllm_bench_with_the_key_kept_off_its_command_line(
+        proxy: FaultProxy, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAYGROUND_")}
+    out = tmp_path / "sweep"
+    run = subprocess.run(
+        [sys.executable, "-m", "playground.cli", "sweep", "--base-url", proxy.url("auth"),
+         "--concurrency", "2", "--engine", "vllm-bench", "--output-len", "6",
+         "--num-prompts", "4", "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+        env={**env, "PLAYGROUND_API_KEY": KEY})
+    assert run.returncode == 0, run.stderr[-3000:]
+    doc = json.loads((out / "sweep.json").read_text("utf-8"))
+    (level,) = doc["levels"]
+    assert level["engine"] == "vllm-bench" and level["n"] == 4 and level["failed"] == 0
+    rows = read_rows(out / "sweep-requests.csv")
+    assert [r["tool"] for r in rows] == ["vllm-bench"] * 4
+    for r in rows:  # vllm bench's rows on our definitions: n - 1 gaps, TPOT from them
+        assert r["output_tokens"] == 6 and len(r["itl"]) == 5
+        assert r["tpot"] == pytest.approx(sum(r["itl"]) / 5, rel=1e-3)
+    # the key reached the server through the engine (the proxy demands it) ...
+    bench = [s for s in proxy.seen if s["fault"] == "auth" and s["path"].endswith("completions")]
+    assert len(bench) >= 4 and all(s["headers"].get("Authorization") == f"Bearer {KEY}"
+                                   for s in bench)
+    # ... and is in none of the files or output
+    texts = [run.stdout, run.stderr] + [p.read_text("utf-8", "replace")
+                                        for p in out.rglob("*") if p.is_file()]
+    assert not any(KEY in t for t in texts)
+
+
+def test_sweep_refuses_bad_levels_before_sending_anything(proxy: FaultProxy,
+                                                         tmp_path: Path) -> None:
+    before = len(proxy.seen)
+    run = subprocess.run([sys.executable, "-m", "playground.cli", "sweep", "--base-url",
+                          proxy.url("ok"), "--concurrency", "8,zero", "--out",
+                          str(tmp_path / "x")], capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0 and re.search(r"--concurrency.*1 to 4096", run.stderr)
+    assert "Traceback" not in run.stderr and len(proxy.seen) == before

@@ -1,0 +1,134 @@
+"""The load path's pure parts: the split over worker processes, the engine hand-off rule, vllm
+bench's rows on our definitions, the fidelity verdicts, the raw reader's parsing."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from pydantic import ValidationError
+
+from playground.core import wire
+from playground.errors import (
+    RequestRejected,
+    ServerUnavailable,
+    StreamError,
+    ValidationFailed,
+)
+from playground.lab.engine import BenchServe, _env, aligned, bench_row
+from playground.lab.fidelity import level, spread, verdict
+from playground.lab.load import auto_workers, deal, split
+from playground.lab.store import BackgroundRecord
+from playground.lab.sweep import choose, holds, summarise
+from playground.specs.experiments import Experiment
+from playground.specs.presets import Variant
+
+
+def test_split_and_deal_keep_every_stream_and_request() -> None:
+    assert split(128, 4) == [32, 32, 32, 32]
+    assert split(10, 4) == [3, 3, 2, 2] and split(3, 8) == [1, 1, 1]
+    shares = split(10, 4)
+    dealt = deal(25, shares)
+    assert sorted(i for d in dealt for i in d) == list(range(25))
+    assert [len(d) for d in dealt] == [8, 7, 5, 5]  # in proportion to each worker's streams
+
+
+def test_auto_workers_and_the_hand_off_rule() -> None:
+    assert auto_workers(1, cpus=2) == 1 and auto_workers(64, cpus=2) == 1
+    assert auto_workers(128, cpus=16) == 4 and auto_workers(1024, cpus=16) == 8
+    assert holds(256, cpus=16) and not holds(257, cpus=16) and not holds(64, cpus=2)
+    assert choose("auto", 32, True, cpus=2) == "playground"
+    assert choose("auto", 512, True, cpus=16) == "vllm-bench"
+    assert choose("auto", 512, False, cpus=16) == "playground"  # no vLLM: ours, not nothing
+    assert choose("vllm-bench", 1, True) == "vllm-bench"
+
+
+def test_vllm_bench_rows_move_the_role_chunk_gap_into_ttft() -> None:
+    row = bench_row(0.020, [0.00001, 0.002, 0.003, 0.002], 4, "")
+    assert row["ttft"] == pytest.approx(20.01) and row["itl"] == pytest.approx([2, 3, 2])
+    assert row["tpot"] == pytest.approx(7 / 3) and row["e2e"] == pytest.approx(27.01)
+    again = aligned(row["ttft"], row["itl"], 4)  # already aligned: unchanged
+    assert again["itl"] == row["itl"] and again["ttft"] == row["ttft"]
+    assert not bench_row(None, [], 4, "boom")["ok"]
+
+
+def test_a_difference_inside_the_controls_own_spread_is_not_resolved() -> None:
+    assert verdict("tpot_p50_ms", 1.04, 0.30) == "within 5%"
+    assert verdict("tpot_p50_ms", 1.12, 0.30).startswith("not resolved")
+    assert verdict("tpot_p50_ms", 1.12, 0.05) == "outside 5%"
+    assert verdict("req_per_s", 1.30, 0.0) == "within 5%"  # throughput: at least 95%
+    assert verdict("req_per_s", 0.90, 0.02) == "outside 5%"
+    assert spread([{"k": 10.0}, {"k": 12.0}, {"k": 11.0}], "k") == pytest.approx(2 / 11)
+    assert spread([{"k": 10.0}], "k") is None
+
+
+def test_level_compares_pooled_rows_and_keeps_every_block() -> None:
+    def rows(ttft: float, gap: float) -> list[dict]:
+        return [{"ok": True, "ttft": ttft, "tpot": gap, "e2e": ttft + 3 * gap,
+                 "itl": [gap] * 3, "output_tokens": 4}] * 5
+
+    lv = level(8, {"vllm-bench": [(rows(10, 2), 1.0), (rows(11, 2), 1.0)],
+                   "load-path": [(rows(10.2, 2), 1.0), (rows(11.2, 2), 1.0)]})
+    assert lv["load-path_vs_vllm_bench"]["itl_p50_ms"] == pytest.approx(1.0)
+    assert lv["load-path_verdicts"]["ttft_p50_ms"] == "within 5%"
+    assert len(lv["vllm-bench_blocks"]) == 2 and lv["vllm-bench"]["req_per_s"] == 5.0
+    assert summarise([], [])["ttft_p50_ms"] is None
+
+
+def test_the_engine_gets_the_key_through_its_environment_only() -> None:
+    spec = BenchServe("http://h:1/v1", "m", "/tok", 8, dataset=__import__("pathlib").Path("d"),
+                      num_prompts=16, output_len=32)
+    cmd = spec.command("python3")
+    assert "--max-concurrency" in cmd and cmd[cmd.index("--max-concurrency") + 1] == "8"
+    assert cmd[cmd.index("--base-url") + 1] == "http://h:1"  # vllm bench adds the endpoint
+    assert not any("sk-" in c for c in cmd)
+    assert _env("sk-secret")["OPENAI_API_KEY"] == "sk-secret"
+    assert "OPENAI_API_KEY" not in _env("EMPTY")
+
+
+def test_background_limits_name_the_field() -> None:
+    base = {"name": "x", "variants": [Variant(name="a")]}
+    Experiment.model_validate({**base, "background": 200})
+    with pytest.raises(ValidationError, match="at most 64"):
+        Experiment.model_validate({**base, "background": 100,
+                                   "background_engine": "playground"})
+    with pytest.raises(ValidationError):
+        Experiment.model_validate({**base, "background": 300})
+    with pytest.raises(ValidationError):
+        Variant(name="a", client="curl")  # type: ignore[arg-type]
+
+
+def test_background_record_says_who_kept_the_load() -> None:
+    ext = BackgroundRecord(requests_in_flight=64, completed=None, failed=None, max_tokens=256,
+                           engine="vllm bench serve", running_at_start=64)
+    assert "kept in flight by vllm bench serve" in ext.describe()
+    assert "64 running when the probe began" in ext.describe()
+    ours = BackgroundRecord(requests_in_flight=2, completed=5, failed=0, max_tokens=256)
+    assert "5 completed, 0 failed" in ours.describe()
+
+
+def test_errors_cross_a_process_boundary_intact() -> None:
+    for e in (ServerUnavailable("http://x/v1", "refused"),
+              RequestRejected(400, "bad", param="max_tokens"), StreamError("s", hint="h"),
+              ValidationFailed("field", "reason")):
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and str(back) == str(e) and back.__dict__ == e.__dict__
+
+
+def test_raw_reader_parses_vllm_events_and_errors() -> None:
+    ev = wire._chunk_events({"choices": [{"delta": {"reasoning": "hm", "content": None},
+                                          "finish_reason": None}]}, 1.0)
+    assert ev[0].reasoning == "hm" and ev[0].content == ""
+    usage = wire._chunk_events({"choices": [], "usage": {
+        "prompt_tokens": 5, "completion_tokens": 7,
+        "completion_tokens_details": {"reasoning_tokens": 3}},
+        "metrics": {"queue_time_ms": 1.5, "x": "no"}}, 2.0)
+    assert usage[0].kind == "usage" and usage[0].usage.completion_tokens == 7
+    assert usage[0].usage.reasoning_tokens == 3 and usage[0].server_metrics == {
+        "queue_time_ms": 1.5}
+    nested = wire._rejected(400, b'{"error": {"message": "too long", "param": "max_tokens"}}')
+    assert nested.status == 400 and nested.param == "max_tokens" and "too long" in str(nested)
+    flat = wire._rejected(404, b'{"object": "error", "message": "no such model"}')
+    assert "no such model" in str(flat) and wire._rejected(502, b"<html>").status == 502
+    with pytest.raises(StreamError, match="not JSON"):
+        wire._decode(b"{not json")
