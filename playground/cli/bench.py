@@ -6,7 +6,8 @@ import asyncio
 import sys
 from pathlib import Path
 
-from playground.errors import PresetError, ValidationFailed
+from playground.errors import ValidationFailed
+from playground.lab import monitor
 from playground.lab.bench import run_experiment
 from playground.lab.store import Run, RunStore, read_run
 from playground.lab.summary import summarize_run, write_outputs
@@ -116,19 +117,40 @@ def report_text(run: Run, *, ttft_slo_ms: float | None = None,
     return "\n".join(lines)
 
 
-def list_runs(settings: Settings) -> int:
-    runs = RunStore(settings.runs_dir).list_runs("bench")
+def list_runs(settings: Settings, *, kind: str = "bench", metric: str = "e2e_ms",
+              p95_ms: float | None = None) -> int:
+    """Every run, oldest first, with its p95 -- flagged against the threshold when one is set."""
+    metric = monitor.check_metric(metric)
+    runs = RunStore(settings.runs_dir).list_runs(kind)
     if not runs:
-        print(f"no benchmark runs under {settings.runs_dir / 'bench'}")
-    for p in runs:
-        try:
-            run = read_run(p)
-        except PresetError as e:
-            print(f"{p}  unreadable: {e}")
-            continue
-        name = run.meta.experiment.name if run.meta.experiment else "?"
-        print(f"{p}  {name}  {len(run.requests)} requests")
+        print(f"no {kind} runs under {settings.runs_dir / kind}")
+    points = monitor.history(runs, metric, p95_ms)
+    for p in points:
+        print(monitor.line(p, metric, p95_ms))
+    if p95_ms is not None and points:
+        above = sum(bool(p.crossed) for p in points)
+        print(f"{above} of {len(points)} runs above {p95_ms:g} ms ({metric} p95)")
     return 0
+
+
+def watch_runs(settings: Settings, *, p95_ms: float, kind: str = "bench",
+               metric: str = "e2e_ms") -> int:
+    """For CI or cron: 0 when the latest run's p95 is at most the threshold, 1 when above, 2
+    when there is nothing to judge (no run, no value)."""
+    metric = monitor.check_metric(metric)
+    if not p95_ms > 0:
+        raise ValidationFailed("--p95-ms", "give a positive threshold in milliseconds")
+    runs = RunStore(settings.runs_dir).list_runs(kind)
+    if not runs:
+        print(f"no {kind} runs under {settings.runs_dir / kind}: nothing to judge",
+              file=sys.stderr)
+        return 2
+    latest = monitor.point(runs[0], metric, p95_ms)  # list_runs: newest first
+    print(monitor.line(latest, metric, p95_ms))
+    if latest.crossed is None:
+        print(f"the latest run has no {metric} value to judge", file=sys.stderr)
+        return 2
+    return 1 if latest.crossed else 0
 
 
 def compare_runs(settings: Settings, paths: list[Path]) -> int:

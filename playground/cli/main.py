@@ -43,11 +43,16 @@ def cmd_claims(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from playground.cli.bench import compare_runs, list_runs
+    from playground.cli.bench import compare_runs, list_runs, watch_runs
 
     settings = settings_of(args)
     if args.action == "list":
-        return list_runs(settings)
+        return list_runs(settings, kind=args.kind, metric=args.metric, p95_ms=args.p95_ms)
+    if args.action == "watch":
+        if args.p95_ms is None:
+            print("error: runs watch needs --p95-ms N (the alert threshold)", file=sys.stderr)
+            return 2
+        return watch_runs(settings, p95_ms=args.p95_ms, kind=args.kind, metric=args.metric)
     if len(args.runs) != 2:
         print("error: runs compare needs two run files (see `playground runs list`)",
               file=sys.stderr)
@@ -152,9 +157,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--server-note", help="the server's flags, recorded in the report")
     p.set_defaults(func=cmd_claims)
 
-    p = sub.add_parser("runs", help="list past benchmark runs, or compare two")
-    p.add_argument("action", choices=["list", "compare"])
+    p = sub.add_parser("runs", help="list past runs with their p95 (flagged against "
+                       "--p95-ms), compare two, or watch the latest (exit 1 above the "
+                       "threshold: for CI or cron)")
+    p.add_argument("action", choices=["list", "compare", "watch"])
     p.add_argument("runs", nargs="*", help="two run files for `compare`")
+    p.add_argument("--p95-ms", type=float, help="alert threshold: a run whose p95 is above "
+                   "it is flagged (list) or fails (watch)")
+    p.add_argument("--metric", default="e2e_ms", help="which latency's p95 (default e2e_ms; "
+                   "ttft_ms, ttfa_ms, visible_wait_ms, tpot_ms, first_chunk_ms)")
+    p.add_argument("--kind", default="bench", choices=["bench", "playground", "claims"],
+                   help="which runs (default bench)")
     p.set_defaults(func=cmd_runs)
 
     p = sub.add_parser("serve", help="start (or reuse) a local vLLM server and keep it running")
