@@ -9,10 +9,12 @@ from typing import Any
 import gradio as gr
 
 from playground.errors import PlaygroundError
+from playground.lab import monitor
 from playground.lab.bench import run_experiment
 from playground.lab.store import Run, RunStore, read_run
 from playground.lab.summary import summarize_run, write_outputs
 from playground.outputs.fmt import DEMO_NOTICE
+from playground.outputs.monitor_svg import p95_chart
 from playground.outputs.report_figures import (
     accuracy_plot,
     box_plot,
@@ -51,6 +53,8 @@ def _runs(ctx: UIContext) -> list[str]:
     return [str(p) for p in RunStore(ctx.settings.runs_dir).list_runs("bench")]
 
 
+MONITOR_METRICS = {"E2E": "e2e_ms", "first visible character": "visible_wait_ms",
+                   "TTFT": "ttft_ms"}
 WAIT_METRICS = {"first visible character": "visible_wait_ms",
                 "TTFT: first SSE chunk (vllm bench serve)": "first_chunk_ms",
                 "TTFT: first token (GuideLLM)": "ttft_ms", "TTFA: first answer token": "ttfa_ms"}
@@ -119,6 +123,16 @@ def build(ctx: UIContext) -> None:
             refresh = gr.Button("Refresh")
             show = gr.Button("Show / compare")
         past = gr.Markdown("")
+        gr.Markdown("**Latency monitor**: every run's p95 against an alert threshold "
+                    "(`playground runs watch --p95-ms N` does the same for CI or cron).")
+        with gr.Row():
+            threshold = gr.Number(1800, label="alert when p95 is above (ms)", minimum=0,
+                                  elem_id="monitor-threshold")
+            monitor_metric = gr.Dropdown(list(MONITOR_METRICS), value="E2E",
+                                         label="latency", elem_id="monitor-metric")
+            check = gr.Button("Check runs", elem_id="monitor-check")
+        monitor_chart = gr.HTML("", elem_id="monitor-chart")
+        monitor_list = gr.Markdown("", elem_id="monitor-list")
 
     view_outputs = [table, verdicts, wait_plot, e2e_plot, acc_plot, phase_plot, floor_plot,
                     why_table, grid_table]
@@ -185,6 +199,24 @@ def build(ctx: UIContext) -> None:
 
     refresh.click(lambda: [gr.update(choices=_runs(ctx))] * 2, None, [run_a, run_b],
                   api_name=False)
+
+    async def do_check(limit: float | None, label: str) -> tuple[str, str]:
+        metric = MONITOR_METRICS.get(label, "e2e_ms")
+        paths = RunStore(ctx.settings.runs_dir).list_runs("bench")
+        # reading every run file is disk and CPU work: a worker, never Gradio's loop
+        points = await asyncio.to_thread(monitor.history, paths, metric, limit or None)
+        chart = p95_chart([(p.path.stem, p.p95_ms, p.crossed) for p in points], limit or None,
+                          metric)
+        above = [p for p in points if p.crossed]
+        head = (f"{len(above)} of {len(points)} runs above {limit:g} ms" if limit
+                else f"{len(points)} runs (no threshold set)")
+        rows = "\n".join(f"- {'🔴 ABOVE' if p.crossed else '🟢 ok'} `{p.path.stem}` "
+                         f"{p.name}: p95 {p.p95_ms:,.1f} ms (n={p.n})"
+                         for p in reversed(points) if p.p95_ms is not None)
+        return chart, f"{head}\n\n{rows}"
+
+    check.click(do_check, [threshold, monitor_metric], [monitor_chart, monitor_list],
+                api_name=False)
 
     def do_show(a: str | None, b: str | None) -> dict[Any, Any]:
         chosen = [p for p in (a, b) if p]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -137,3 +138,25 @@ def test_server_tab_starts_and_stops_a_managed_server(page: Page) -> None:
     expect(page.locator("#server-log")).to_contain_text("GET /health")
     page.get_by_role("button", name="Stop", exact=True).last.click()
     expect(status).to_contain_text("stopped", timeout=60_000)
+
+
+def test_benchmark_tab_monitors_p95_against_a_threshold(page: Page, app_runs: Path) -> None:
+    from playground.lab.store import RunFile, RunMeta
+    from tests.records import make_record
+
+    (app_runs / "bench").mkdir(parents=True, exist_ok=True)
+    for stem, slow in (("20200101-000000-monlow", 0), ("20200102-000000-monhigh", 3)):
+        f = RunFile(app_runs / "bench" / f"{stem}.jsonl")
+        f.append(RunMeta())
+        for i in range(20):  # p95 of 17 x 500 and 3 x 2500 ms: above 1800
+            f.append(make_record("probe", 2500.0 if i < slow else 500.0, trial=i))
+    page.get_by_role("tab", name="Benchmark").click()
+    page.get_by_text("Past runs").click()
+    page.locator("#monitor-threshold input").fill("1800")
+    page.locator("#monitor-check").click()
+    listing = page.locator("#monitor-list")
+    expect(listing).to_contain_text("ABOVE 20200102-000000-monhigh", timeout=30_000)
+    expect(listing).to_contain_text("ok 20200101-000000-monlow")
+    chart = page.locator("#monitor-chart svg")
+    expect(chart.locator("line.threshold")).to_have_count(1)
+    assert chart.locator("circle.above").count() >= 1 and chart.locator("circle.ok").count() >= 1
