@@ -60,6 +60,9 @@ class ScriptedPool:
     def get(self, base_url: str, client: str = "auto") -> ScriptedBackend:
         return self.backend
 
+    def resolve(self, client: str) -> str:
+        return "scripted" if client == "auto" else client
+
     async def aclose(self) -> None:
         pass
 

@@ -102,8 +102,7 @@ def new_recording(variant: Variant, request: ChatRequest, base_url: str) -> Reco
 async def _drive(pool: ClientPool, rec: Recording, clock: Clock, timeout_s: float,
                  notify: asyncio.Queue[int], index: int) -> None:
     backend = pool.get(rec.base_url, rec.variant.client)
-    resolve = getattr(pool, "resolve", None)
-    rec.client = resolve(rec.variant.client) if resolve else rec.variant.client
+    rec.client = pool.resolve(rec.variant.client)
     try:
         async with asyncio.timeout(timeout_s):
             async for ev in backend.events(rec.request, clock):

@@ -183,10 +183,10 @@ class VllmBenchLoad:
 
 
 def bench_serve_rows(spec: BenchServe, api_key: str, python: str, log: Path
-                     ) -> tuple[list[dict[str, Any]], float, dict[str, Any]]:
+                     ) -> tuple[list[dict[str, Any]], float]:
     """Run one sweep level with vllm bench serve; per-request rows in the load path's units
-    (ms; TPOT = (latency - TTFT) / (tokens - 1), vllm bench's definition and ours), its
-    duration, and its own summary."""
+    (ms; TPOT = (latency - TTFT) / (tokens - 1), vllm bench's definition and ours) and its
+    duration."""
     with tempfile.TemporaryDirectory() as tmp:
         spec = dataclasses.replace(spec, result_dir=Path(tmp))
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -198,8 +198,7 @@ def bench_serve_rows(spec: BenchServe, api_key: str, python: str, log: Path
             raise PlaygroundError(f"{ENGINE_NAME} failed (exit code {rc}):\n{_tail(log)}",
                                   hint=f"see {log}")
         r = json.loads(result_file.read_text("utf-8"))
-    summary = {k: v for k, v in r.items() if not isinstance(v, list)}
-    return rows_of_result(r), float(r["duration"]), summary
+    return rows_of_result(r), float(r["duration"])
 
 
 def rows_of_result(r: dict[str, Any]) -> list[dict[str, Any]]:

@@ -89,9 +89,7 @@ def vllm_bench(base_url: str, api_key: str, model: str, model_root: str | None,
     data = write_prompts(work / f"prompts-c{concurrency}.jsonl", list(texts))
     spec = BenchServe(base_url, model, tokenizer_for(model, model_root), concurrency,
                       dataset=data, num_prompts=len(texts), output_len=output_len)
-    rows, duration, _ = bench_serve_rows(spec, api_key, python,
-                                         work / f"vllm-bench-c{concurrency}.log")
-    return rows, duration
+    return bench_serve_rows(spec, api_key, python, work / f"vllm-bench-c{concurrency}.log")
 
 
 def summarise(rows: Sequence[dict[str, Any]], walls: Sequence[float]) -> dict[str, Any]:
