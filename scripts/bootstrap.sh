@@ -9,9 +9,9 @@ venv=${PLAYGROUND_VENV:-.venv}
 want=${1:-run}
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-  extras="vllm,demo"
+  extras="vllm,demo,langchain"
 else
-  extras="cpu,demo"
+  extras="cpu,demo,langchain"
 fi
 [ "$want" = test ] && extras="$extras,test"
 

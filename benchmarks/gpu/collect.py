@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import ladder_report  # noqa: E402  (benchmarks/ladder_report.py)
 import load_report  # noqa: E402  (benchmarks/load_report.py)
 
 from playground.claims.board import refamily  # noqa: E402
@@ -108,18 +109,19 @@ def render_reports(out: Path, tmp: Path) -> list[Path]:
 
 
 def merge_boards(out: Path) -> None:
-    """One board: the server A/B claims (their own runs) take the place of the main board's
-    "not run" rows, and Holm is applied over all the checks the merged board shows."""
+    """One board: the claims with runs of their own (the server A/Bs, the engines run) take
+    the place of the main board's rows, and Holm is applied over all the checks it shows."""
     board = load(out / "claims.json")
     if not board:
         return
     found: dict[str, Any] = {}
-    for ab in ("eager", "chunked-prefill"):
-        b = load(out / f"claims-{ab}.json")
+    for b, how in [(load(out / f"claims-{ab}.json"), "server A/B run")
+                   for ab in ("eager", "chunked-prefill")] + [
+            (load(out / "engines" / "claims-claims.json"), "engines run")]:
         if b:
-            found.update({c["id"]: c for c in b["claims"] if c["status"] == "done"})
-    claims = [{**found[c["id"]], "title": found[c["id"]]["title"] + " (server A/B run)"}
-              if c["status"] != "done" and c["id"] in found else c for c in board["claims"]]
+            found.update({c["id"]: {**c, "title": f"{c['title']} ({how})"}
+                          for c in b["claims"] if c["status"] == "done"})
+    claims = [found.get(c["id"], c) for c in board["claims"]]  # their own runs decide
     merged = refamily({**board, "claims": claims})
     (out / "claims.json").write_text(json.dumps(merged, indent=1), "utf-8")
     (out / "claims.md").write_text(markdown(merged), "utf-8")
@@ -164,6 +166,9 @@ def collect_load(d: Path, dst: Path) -> None:
         shutil.copyfile(probe / "requests.csv", dst / "probe-under-load-requests.csv")
 
 
+LADDER_RECORDING = ROOT / "presets" / "recordings" / "h200-ladder-seed-004.json"
+
+
 def slim(results: dict[str, Any]) -> dict[str, Any]:
     """A bench results.json without the raw per-token timestamps (requests.csv has them
     per request); the summary is kept whole."""
@@ -206,6 +211,7 @@ def main() -> int:
             if (d / src).exists():
                 shutil.copyfile(d / src, out / dst)
         collect_load(d, out / "load")
+        ladder_report.collect(d / "engines", out / "engines", LADDER_RECORDING)
         for name in ("grid", "seed-vs-optimized"):
             res = load(d / name / "results.json")
             if res:
@@ -231,6 +237,7 @@ def main() -> int:
     (out / "README.md").write_text(summary_md(out, env, steps, pngs), "utf-8")
     if a.docs:
         update_readme(readme_block(out, env, steps))
+        ladder_report.write_docs()  # docs/servers.md's ladder and engine/LangChain claims
     print(f"wrote {out} ({len(list(out.iterdir()))} files)")
     return 0
 
@@ -268,7 +275,10 @@ def sections(out: Path, env: dict[str, Any], steps: dict[str, Any], pngs: list[P
                   "servers (vLLM's default vs the flag), started one after another on the one "
                   "GPU, `--gpu-memory-utilization 0.3` each; their evidence: "
                   "[claims-eager.md](claims-eager.md), "
-                  "[claims-chunked-prefill.md](claims-chunked-prefill.md).", "",
+                  "[claims-chunked-prefill.md](claims-chunked-prefill.md). Rows marked "
+                  "\"engines run\" come from the engines command (a Transformers server and a "
+                  "vLLM server side by side); their evidence: "
+                  "[engines/claims-claims.md](engines/claims-claims.md).", "",
                   "API statements: " + "; ".join(f"{c['statement']} -> **{c['outcome']}**"
                                                  for c in board["api_checks"]),
                   "", "Full board with evidence: [claims.md](claims.md); stakeholder report: "
@@ -286,6 +296,22 @@ def sections(out: Path, env: dict[str, Any], steps: dict[str, Any], pngs: list[P
                   "the profile, the probe under load and the raw per-request data: "
                   "[load/README.md](load/README.md); the method: [load.md](../../load.md).", ""]
         lines += load_report.report(out / "load", brief=True)[0]
+    ladder = load(out / "engines" / "ladder" / "ladder.json")
+    if ladder:
+        st = ladder["settings"]
+        lines += ["", "## Seed 004's ladder: Transformers -> vLLM -> short prompt -> guided JSON",
+                  "", f"Each step alone on its server, {st['concurrency']} requests at a time "
+                  f"as in the article, {st['examples']} examples x {st['repetitions']} after "
+                  f"{st['warmup']} warm-up; E2E P50 / P95 (non-streaming, long prompt, greedy, "
+                  "at most 256 tokens: random weights write until max_tokens, guided JSON "
+                  "closes its object sooner); memory is the server's GPU memory (nvidia-smi: "
+                  "vLLM reserves its KV cache up front, `--gpu-memory-utilization 0.3`; "
+                  "Transformers holds what it uses). Accuracy and the JSON validity of free "
+                  "text are not measurable on the demo model (n/m: random weights); JSON "
+                  "validity under guided decoding is. Every request: "
+                  "[engines/ladder/](engines/ladder/README.md); the Playground replays the "
+                  "played ladder (recording `h200-ladder-seed-004`).", "",
+                  ladder_report.markdown(ladder)]
     numbers, lines = lines, []
     for name, title in (("seed-vs-optimized", "Seed default vs all optimizations"),
                         ("grid", "Thinking x guided JSON")):

@@ -3,6 +3,7 @@
     python3 benchmarks/gpu/h200.py one-server DIR [ARCHIVE.tgz]  # claims, replay, grid
     python3 benchmarks/gpu/h200.py server-ab DIR [ARCHIVE.tgz]   # eager, chunked-prefill A/Bs
     python3 benchmarks/gpu/h200.py load DIR [ARCHIVE.tgz]        # load path vs vllm bench
+    python3 benchmarks/gpu/h200.py engines DIR [ARCHIVE.tgz]     # Transformers ladder, 2 claims
     H200_SKIP=claims,recording python3 benchmarks/gpu/h200.py ...  # leave out steps already run
 
 Everything goes through the project's own CLI and code: one managed vLLM (CUDA graphs, the
@@ -87,6 +88,8 @@ def pack(out: Path, results: list[dict]) -> None:
         def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
             # the sweep's own HTML reports repeat plotly.js 4 times; sweep.json summarises them
             # (a file coming back from the device is at most 16 MiB)
+            if info.issym():  # the Transformers server's name link (logs/transformers-PORT)
+                return None
             return None if "/sweep/" in info.name and info.name.endswith(".html") else info
 
         with tarfile.open(tmp, "w:gz") as t:
@@ -251,6 +254,43 @@ def server_ab(out: Path, budget_s: float) -> list[dict]:
     return results
 
 
+def engines_phase(out: Path, budget_s: float) -> list[dict]:
+    """Issue 5/6: the Transformers baseline (seed 004's ladder A-D) and the two claims of the
+    seed systems (vLLM vs Transformers, openai SDK vs LangChain): benchmarks/engines.py with
+    the 0.6B-shaped demo model, which first gets saved random weights (Transformers cannot use
+    --load-format dummy; vLLM then loads the same file)."""
+    from playground.server.demo_model import ensure_weights
+
+    t0 = time.time()
+    results: list[dict] = []
+    ensure_weights(MODEL)
+    results.append({"step": "weights", "rc": 0, "wall_s": round(time.time() - t0, 1)})
+    import importlib.util
+
+    pythonpath = ""
+    if importlib.util.find_spec("transformers.cli.serving") is None:  # an older `serve`
+        target = Path("/tmp/tf-serve")
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                        "--target", str(target), *map(str, Path("/tmp/gpu/tf").glob("*.whl"))],
+                       check=True)
+        pythonpath = f"{target}:{os.environ.get('PYTHONPATH', '')}"
+    import transformers
+
+    results.append({"step": "transformers", "rc": 0, "wall_s": 0,
+                    "version": transformers.__version__, "serve_pythonpath": pythonpath})
+    left = budget_s - (time.time() - t0) - 15
+    # the article's 10 concurrent requests: two waves of 10 per step (after 1 warm-up)
+    cmd = [sys.executable, "benchmarks/engines.py", str(out / "engines"), "--model", str(MODEL),
+           "--budget-s", str(int(left - 20)), "--examples", "10", "--repetitions", "2",
+           "--warmup", "1", "--server-note",
+           "H200, vLLM 0.26.0 (CUDA graphs) and transformers serve, one GPU",
+           *os.environ.get("H200_ENGINES_ARGS", "").split()]
+    if pythonpath:
+        cmd += ["--transformers-pythonpath", pythonpath]
+    step("engines", cmd, out, results, int(left))
+    return results
+
+
 def main() -> int:
     global ARCHIVE
     phase, out = sys.argv[1], Path(sys.argv[2])
@@ -269,7 +309,8 @@ def main() -> int:
     (out / f"{phase}-environment.json").write_text(json.dumps(env, indent=1), "utf-8")
     t0 = time.time()
     phases = {"one-server": one_server, "load": load_phase, "fidelity": fidelity_phase,
-              "server-ab": lambda o: server_ab(o, budget_s)}
+              "server-ab": lambda o: server_ab(o, budget_s),
+              "engines": lambda o: engines_phase(o, budget_s)}
     results = phases[phase](out)
     (out / f"{phase}-steps.json").write_text(json.dumps(
         {"phase": phase, "wall_s": round(time.time() - t0, 1), "steps": results}, indent=1),

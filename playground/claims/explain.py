@@ -46,3 +46,54 @@ def thinking_cost(off: Sequence[RequestRecord], on: Sequence[RequestRecord],
             f"{ms(ttft + reasoning * tpot_on)}). At this speed thinking doubles E2E "
             f"when it writes ~{implied:.0f} reasoning tokens per {answer:.0f}-token answer: the "
             "article's '2x' says how long the model thinks, not what a token costs.")
+
+
+def _residual(rows: Sequence[RequestRecord]) -> tuple[float | None, float | None]:
+    """(median server time, median transport + client time) from the server's per-request
+    metrics; (None, None) when the server did not report them."""
+    server, rest = [], []
+    for r in rows:
+        b = r.phases() if r.ok else None
+        if b is not None and b.source == "server per-request metrics":
+            server.append(b.e2e_ms - b.residual_ms)
+            rest.append(b.residual_ms)
+    return median(server), median(rest)
+
+
+def client_overhead(base: Sequence[RequestRecord], other: Sequence[RequestRecord],
+                    base_name: str, other_name: str) -> str:
+    """How much of the difference between two clients sending the same request is the client:
+    medians of TTFT, E2E, the library's time before sending, and -- when the server reports
+    per-request metrics -- the server's own time, which a client cannot change."""
+    ttft_b, ttft_o = median(values(base, "ttft_ms")), median(values(other, "ttft_ms"))
+    e2e_b, e2e_o = median(values(base, "e2e_ms")), median(values(other, "e2e_ms"))
+    pre_b, pre_o = median(values(base, "pre_send_ms")), median(values(other, "pre_send_ms"))
+    if None in (e2e_b, e2e_o):
+        return ""
+    assert e2e_b is not None and e2e_o is not None
+    parts = [f"Client overhead, same request to the same server: {other_name} vs {base_name}, "
+             f"p50 E2E {ms(e2e_o)} vs {ms(e2e_b)} ({e2e_o - e2e_b:+.1f} ms)"]
+    if ttft_b is not None and ttft_o is not None:
+        parts.append(f"TTFT {ms(ttft_o)} vs {ms(ttft_b)} ({ttft_o - ttft_b:+.1f} ms)")
+    if pre_b is not None and pre_o is not None:
+        parts.append(f"time in the library before the request left {ms(pre_o)} vs "
+                     f"{ms(pre_b)} ({pre_o - pre_b:+.1f} ms, not part of TTFT/E2E, which start "
+                     "when the request reaches the transport)")
+    text = "; ".join(parts) + "."
+    (srv_b, rest_b), (srv_o, rest_o) = _residual(base), _residual(other)
+    if None not in (srv_b, srv_o, rest_b, rest_o):
+        assert srv_b is not None and srv_o is not None
+        assert rest_b is not None and rest_o is not None
+        text += (f" The server's own time (queue + prefill + decode, its per-request metrics) "
+                 f"was {ms(srv_o)} vs {ms(srv_b)} ({srv_o - srv_b:+.1f} ms); transport + "
+                 f"client {ms(rest_o)} vs {ms(rest_b)}: the client's share of the difference "
+                 f"is {rest_o - rest_b:+.1f} ms per request, plus "
+                 f"{(pre_o or 0) - (pre_b or 0):+.1f} ms before sending.")
+    elif srv_b is not None or srv_o is not None:
+        blind = other_name if srv_o is None else base_name
+        text += (f" {blind} does not pass on the server's per-request metrics (LangChain drops "
+                 "fields it does not know), so the server's share is not separated; both sent "
+                 "the same request to the same server.")
+    else:
+        text += " The server reported no per-request metrics, so its share is not separated."
+    return text

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from playground.claims.explain import thinking_cost
+from playground.claims.explain import client_overhead, thinking_cost
 from playground.claims.verdicts import CheckResult, judge_claim, primary_verdict
 from playground.core import request
 from playground.core.compare import resolve_model
@@ -85,9 +85,10 @@ class ClaimEvent:
 
 def skip_reason(claim: Claim, *, with_servers: bool, thinking_model: bool = True) -> str | None:
     if claim.requires == "langchain":
-        return "needs LangChain next to the openai SDK (not part of this tool)"
-    if claim.requires == "second-engine":
-        return "needs a second server (e.g. `transformers serve`) as a variant's base_url"
+        from playground.core.langchain_client import INSTALL_HINT, available
+
+        if not available():
+            return f"needs langchain-openai next to the openai SDK: {INSTALL_HINT}"
     budgets = [v for v in (claim.experiment or {}).get("variants", [])
                if isinstance(v, dict) and v.get("thinking_budget")]
     if budgets and not thinking_model:
@@ -140,6 +141,10 @@ async def run_claim(settings: Settings, claim: Claim, library: PresetLibrary, *,
         explanation = thinking_cost([r for r in timed if r.name == base],
                                     [r for r in timed if r.name == claim.variant],
                                     on.thinking_budget)
+    elif claim.explain == "client-overhead":
+        explanation = client_overhead([r for r in timed if r.name == base],
+                                      [r for r in timed if r.name == claim.variant],
+                                      base, str(claim.variant))
     result = ClaimResult(**head, status="done", checks=checks, verdict=primary_verdict(checks),
                          baseline=base, variant=claim.variant, n_requests=len(timed),
                          n_failed=failed(timed), wall_s=time.perf_counter() - t0,

@@ -18,7 +18,7 @@ from playground.settings import Settings
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from playground.server.embedded import ensure_server
-    from playground.server.managed import load_server_presets
+    from playground.server.presets import load_server_presets
 
     settings = settings_of(args)
     preset = None
@@ -34,10 +34,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
                            model=args.serve_model or args.model)
     if server.managed is not None:
         print("effective command: " + " ".join(server.managed.command()), file=sys.stderr)
-    if settings.warmup == "always" or (server.managed is not None and settings.warmup == "auto"):
-        warm_up(settings, server.base_url)
+    engine = server.managed.engine_name if server.managed is not None else "vLLM"
+    if engine == "vLLM" and (settings.warmup == "always" or (
+            server.managed is not None and settings.warmup == "auto")):
+        warm_up(settings, server.base_url)  # the presets' vLLM paths; not for Transformers
     note = f" {DEMO_NOTICE}" if server.is_demo_model else ""
-    print(f"vLLM ready at {server.base_url}.{note} Ctrl-C stops it.", file=sys.stderr,
+    print(f"{engine} ready at {server.base_url}.{note} Ctrl-C stops it.", file=sys.stderr,
           flush=True)
     try:
         signal.sigwait({signal.SIGINT, signal.SIGTERM})
@@ -50,7 +52,7 @@ def warm_up(settings: Settings, base_url: str) -> None:
     """Each preset's path and each schema's grammar once, so the first real run is warm."""
     import asyncio
 
-    from playground.core.client import ClientPool
+    from playground.core.pool import ClientPool
     from playground.core.warmup import WarmState, warm_server
     from playground.specs.presets import PresetLibrary
 

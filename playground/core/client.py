@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Literal
+from typing import Any
 
 import openai
 
@@ -67,7 +67,7 @@ class Backend:
                 stream = await create(**req.kwargs, extra_body=req.extra_body)
                 t_headers = clock()
                 announced = True
-                yield Event("sent", sent[0] if sent else t_before)
+                yield Event("sent", sent[0] if sent else t_before, t_call=t_before)
                 yield Event("headers", t_headers, status=200)
                 async for ev in self._stream_events(stream, clock):
                     yield ev
@@ -75,14 +75,14 @@ class Backend:
                 resp = await create(**req.kwargs, extra_body=req.extra_body)
                 t_resp = clock()
                 announced = True
-                yield Event("sent", sent[0] if sent else t_before)
+                yield Event("sent", sent[0] if sent else t_before, t_call=t_before)
                 for ev in _response_events(resp, t_resp):  # ends with its own "done"
                     yield ev
                 return
         except openai.APIError as e:
             t = clock()
             if not announced:
-                yield Event("sent", sent[0] if sent else t_before)
+                yield Event("sent", sent[0] if sent else t_before, t_call=t_before)
             yield Event("error", t, error=map_error(e, self.base_url))
             return
         except (StreamError, RequestTimeout) as e:
@@ -192,39 +192,18 @@ def _root_cause(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 
-ClientName = Literal["openai", "raw"]
+# What another library built on the SDK (LangChain) needs from it, so that only this module
+# imports openai: the same timeouts and request hook, and the SDK's errors mapped to ours.
+SdkError = openai.APIError
 
 
-class ClientPool:
-    """One backend per (base URL, client), shared by every request to that server.
+def sdk_transport(hook: Callable[[object], Any], *, connect_timeout_s: float,
+                  read_timeout_s: float, timeout_s: float) -> tuple[Any, Any]:
+    """(openai.Timeout, an httpx client whose request hook is `hook`) -- the SDK path's."""
+    timeout = openai.Timeout(timeout_s, connect=connect_timeout_s, read=read_timeout_s)
+    return timeout, openai.DefaultAsyncHttpx2Client(timeout=timeout,
+                                                     event_hooks={"request": [hook]})
 
-    A variant's `client` picks the reader: "openai" (the SDK, what "View code" shows) or "raw"
-    (core/wire: the same body, parsed the way vllm bench serve does). "auto" is `auto_client`:
-    the SDK in the Playground, the raw reader in the benchmark lab (docs/load.md)."""
 
-    def __init__(self, api_key: str, *, auto_client: ClientName = "openai",
-                 **timeouts: float) -> None:
-        self._api_key = api_key
-        self._timeouts = timeouts
-        self.auto_client: ClientName = auto_client
-        self._backends: dict[tuple[str, str], Any] = {}
-
-    def resolve(self, client: str) -> ClientName:
-        return self.auto_client if client == "auto" else client  # type: ignore[return-value]
-
-    def get(self, base_url: str, client: str = "auto") -> Any:
-        name = self.resolve(client)
-        key = (base_url.rstrip("/"), name)
-        if key not in self._backends:
-            if name == "raw":
-                from playground.core.wire import RawBackend  # aiohttp: only when asked for
-
-                self._backends[key] = RawBackend(key[0], self._api_key, **self._timeouts)
-            else:
-                self._backends[key] = Backend(key[0], self._api_key, **self._timeouts)
-        return self._backends[key]
-
-    async def aclose(self) -> None:
-        for b in self._backends.values():
-            await b.aclose()
-        self._backends.clear()
+def is_connection_error(e: BaseException) -> bool:
+    return isinstance(e, openai.APIConnectionError)

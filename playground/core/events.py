@@ -25,3 +25,4 @@ class Event:
     server_metrics: dict[str, float] | None = None
     status: int | None = None
     error: PlaygroundError | None = None
+    t_call: float | None = None  # "sent" only: when our code called the client library

@@ -26,6 +26,9 @@ class RawTimings:
 
     streaming: bool
     t_send: float | None = None
+    # when our code called the client library (SDK / LangChain): t_send - t_call is the
+    # library's own time before the request reached the transport
+    t_call: float | None = None
     t_headers: float | None = None
     t_first_chunk: float | None = None
     t_first_reasoning: float | None = None
@@ -57,6 +60,8 @@ class Metrics:
     completion_tokens: int | None
     prompt_tokens: int | None
     reasoning_tokens: int | None
+    # the client library's own time before the request reached the transport (t_send - t_call)
+    pre_send_ms: float | None = None
 
     @property
     def visible_wait_ms(self) -> float | None:
@@ -91,6 +96,7 @@ def derive(raw: RawTimings) -> Metrics:
         completion_tokens=n,
         prompt_tokens=raw.usage.prompt_tokens,
         reasoning_tokens=raw.usage.reasoning_tokens,
+        pre_send_ms=_ms(raw.t_call, raw.t_send),
     )
 
 

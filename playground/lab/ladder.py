@@ -11,14 +11,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from playground.core.phases import breakdown
 from playground.core.runner import Recording
 from playground.core.scoring import score
 from playground.specs.ladders import Ladder, step_variants
-from playground.specs.presets import Variant
+from playground.specs.presets import Variant, first_error
 
-NEEDS_TRANSFORMERS = ("needs a Transformers server: this step runs the same request on "
-                      "Hugging Face Transformers, which this playground does not start yet")
+NEEDS_TRANSFORMERS = ("needs a Transformers server: start the `transformers` server preset "
+                      "in the Server tab (or `playground serve transformers`), then play the "
+                      "ladder again")
 
 
 @dataclass
@@ -33,10 +36,23 @@ class StepRow:
     status: str  # "measured" | "failed" | "stopped" | a reason it was not run
 
 
-def plan(ladder: Ladder, presets_dir: Path) -> list[Variant | str]:
-    """Each step's variant, or why the step cannot run here."""
-    return [NEEDS_TRANSFORMERS if step.engine == "transformers" else v
-            for step, v in zip(ladder.steps, step_variants(ladder, presets_dir), strict=True)]
+def plan(ladder: Ladder, presets_dir: Path, transformers_url: str | None = None
+         ) -> list[Variant | str]:
+    """Each step's variant, or why the step cannot run here. A Transformers step runs on the
+    Transformers server at `transformers_url` (in its dialect) when there is one."""
+    out: list[Variant | str] = []
+    for step, v in zip(ladder.steps, step_variants(ladder, presets_dir), strict=True):
+        if step.engine != "transformers":
+            out.append(v)
+        elif transformers_url is None:
+            out.append(NEEDS_TRANSFORMERS)
+        else:
+            try:
+                out.append(Variant.model_validate({**v.model_dump(), "engine": "transformers",
+                                                   "base_url": transformers_url}))
+            except ValidationError as e:
+                out.append(f"cannot run on Transformers: {first_error(e)[1]}")
+    return out
 
 
 def fill(steps: Sequence[Variant | str], recs: Sequence[Recording]) -> list[Recording | str]:

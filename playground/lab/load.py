@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from playground.core.client import ClientName, ClientPool
+from playground.core.pool import ClientName, ClientPool
 from playground.core.runner import Recording, run_many
 from playground.errors import StreamError
 

@@ -17,6 +17,7 @@ METRIC_LABELS = {
     "e2e_ms": "E2E",
     "tpot_ms": "TPOT",
     "first_chunk_ms": "first SSE chunk (vllm bench serve's TTFT)",
+    "pre_send_ms": "client library's time before sending",
 }
 
 VERDICT_COLORS = {"confirmed": "#2e7d32", "refuted": "#c62828",

@@ -177,6 +177,40 @@ def is_built(directory: Path) -> bool:
                                                    "tokenizer_config.json"))
 
 
+WEIGHTS_FILE = "model.safetensors"
+
+
+def has_weights(directory: str | Path) -> bool:
+    """True when the directory holds weights (so vLLM loads them instead of `dummy`)."""
+    return any(Path(directory).glob("*.safetensors"))
+
+
+def ensure_weights(directory: Path, *, seed: int = 0) -> Path:
+    """Save random weights (torch's default initialisation, seeded) into a demo model
+    directory, once. Transformers cannot invent weights the way vLLM's `--load-format dummy`
+    does; with the file present both engines load the same weights, so greedy generation
+    takes the same path on both. The directory stays a demo model (random weights)."""
+    if has_weights(directory):
+        return directory
+    import tempfile
+
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    config = AutoConfig.from_pretrained(directory)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    with tempfile.TemporaryDirectory(dir=directory) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        (Path(tmp) / WEIGHTS_FILE).replace(directory / WEIGHTS_FILE)  # atomic: whole or none
+    path = directory / "config.json"
+    data = json.loads(path.read_text("utf-8"))
+    data["demo_model"] = {**data.get("demo_model", {}),
+                          "weights": f"random, saved in {WEIGHTS_FILE} (torch seed {seed})"}
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=2), "utf-8")
+    return directory
+
+
 def ensure(directory: Path, size: Size = "tiny") -> Path:
     """Build once; later calls reuse the directory."""
     return directory if is_built(directory) else build(directory, size)

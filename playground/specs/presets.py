@@ -96,8 +96,13 @@ class Variant(BaseModel):
     server: str | None = None
     # Which client reads the answer: "openai" (the SDK, the code "View code" shows), "raw"
     # (the same body read the way vllm bench serve reads it), or "auto" (the SDK in the
-    # Playground, raw in the benchmark lab). Compare the two to see the SDK's own overhead.
-    client: Literal["auto", "openai", "raw"] = "auto"
+    # Playground, raw in the benchmark lab), or "langchain" (langchain-openai's ChatOpenAI, an
+    # optional extra). Compare them to see a client's own overhead.
+    client: Literal["auto", "openai", "raw", "langchain"] = "auto"
+    # The dialect of the server the variant is sent to: "vllm", or "transformers" (Hugging Face
+    # `transformers serve`, which rejects vLLM's extra parameters). A benchmark sets it from the
+    # server preset a variant names.
+    engine: Literal["vllm", "transformers"] = "vllm"
 
     @field_validator("name")
     @classmethod
@@ -116,6 +121,15 @@ class Variant(BaseModel):
         if self.min_tokens is not None and self.min_tokens > self.max_tokens:
             raise ValueError(f"min_tokens ({self.min_tokens}) must not exceed max_tokens "
                              f"({self.max_tokens})")
+        if self.engine == "transformers":
+            unsupported = [name for name, on in (
+                ("guided_json", self.guided_json is not None),
+                ("thinking_budget", self.thinking_budget is not None),
+                ("think_prefill", self.think_prefill)) if on]
+            if unsupported:
+                raise ValueError(f"{', '.join(unsupported)} cannot run on engine transformers "
+                                 "(transformers serve has no guided decoding, thinking budget "
+                                 "or prefilled turn): remove it, or use engine vllm")
         return self
 
 

@@ -11,6 +11,7 @@ import gradio as gr
 from playground.core import request
 from playground.errors import ValidationFailed
 from playground.ui.columns import (
+    CLIENT_CHOICES,
     CUSTOM,
     NO_SCHEMA,
     PROMPT_CHOICES,
@@ -41,6 +42,7 @@ class Column:
     custom_prompt: Any
     schema_choice: Any
     custom_schema: Any
+    client: Any = None
     answer: Any = None
     reasoning: Any = None
     badge: Any = None
@@ -53,7 +55,7 @@ class Column:
     def controls(self) -> list[Any]:
         return [self.stream, self.thinking, self.temperature, self.top_p, self.top_k,
                 self.seed, self.max_tokens, self.ignore_eos, self.prompt_choice,
-                self.custom_prompt, self.schema_choice, self.custom_schema]
+                self.custom_prompt, self.schema_choice, self.custom_schema, self.client]
 
     def outputs(self) -> list[Any]:
         return [self.answer, self.reasoning, self.badge, self.metrics, self.error, self.phases]
@@ -86,9 +88,12 @@ def column(i: int, ctx: UIContext) -> Column:
             custom_schema = gr.Code(c.custom_schema if c.schema_choice == CUSTOM else "",
                                     language="json", label=f"pasted JSON Schema {i + 1}",
                                     visible=c.schema_choice == CUSTOM, interactive=True)
+            client = gr.Dropdown(CLIENT_CHOICES, value=c.client,
+                                 label="client (auto = the openai SDK)",
+                                 elem_id=f"client-{i}")
         col = Column(box, preset, stream, thinking, temperature, top_p, top_k, seed,
                      max_tokens, ignore_eos, prompt_choice, custom_prompt, schema_choice,
-                     custom_schema)
+                     custom_schema, client)
         col.error = gr.Markdown(elem_classes=["variant-error"], elem_id=f"error-{i}")
         # the live feed's status line (never a Gradio value: only the feed writes it)
         gr.HTML(f'<div id="live-status-{i}" class="live-status"></div>')
@@ -101,7 +106,8 @@ def column(i: int, ctx: UIContext) -> Column:
             col.reasoning = gr.Textbox(label=f"reasoning {i + 1}", lines=4, max_lines=10,
                                        interactive=False, elem_id=f"reasoning-{i}")
         with gr.Accordion("View code", open=False):
-            col.code_py = gr.Code(language="python", label=f"openai SDK {i + 1}",
+            col.code_py = gr.Code(language="python", label=f"Python (openai SDK, or LangChain "
+                                  f"for client langchain) {i + 1}",
                                   interactive=False, elem_id=f"code-py-{i}")
             col.code_curl = gr.Code(language="shell", label=f"curl {i + 1}", interactive=False,
                                     elem_id=f"code-curl-{i}")
@@ -125,7 +131,7 @@ def wire_column(c: Column, ctx: UIContext, base_url: Any, model: Any) -> None:
                 gr.update(value=k.custom_prompt, visible=k.prompt_choice == CUSTOM),
                 k.schema_choice,
                 gr.update(value=k.custom_schema if k.schema_choice == CUSTOM else "",
-                          visible=k.schema_choice == CUSTOM)]
+                          visible=k.schema_choice == CUSTOM), k.client]
 
     c.preset.input(load_preset, c.preset, c.controls(), api_name=False)
     c.prompt_choice.change(lambda p: gr.update(visible=p == CUSTOM), c.prompt_choice,
@@ -140,7 +146,7 @@ def wire_column(c: Column, ctx: UIContext, base_url: Any, model: Any) -> None:
         except ValidationFailed as e:
             return [f"# fix this first: {e}", f"# fix this first: {e}"]
         req = request.build(v, "<your prompt>", model_name or "Qwen/Qwen3-0.6B")
-        return [request.python_snippet(req, url), request.curl_snippet(req, url)]
+        return [request.code_snippet(req, url, v.client), request.curl_snippet(req, url)]
 
     gr.on([x.change for x in [c.preset, *c.controls()]] + [model.change], show_code,
           [c.preset, base_url, model, *c.controls()], [c.code_py, c.code_curl],

@@ -15,6 +15,7 @@ MAX_COLUMNS = 4
 PROMPT_CHOICES = ["long", "minimal", "none", "custom"]
 CUSTOM = "custom"
 NO_SCHEMA = "none"
+CLIENT_CHOICES = ["auto", "openai", "raw", "langchain"]
 MAX_CUSTOM_TEXT = 20_000
 
 
@@ -35,6 +36,7 @@ class Controls:
     custom_prompt: str
     schema_choice: str
     custom_schema: str
+    client: str = "auto"  # who reads the answer: auto (the SDK here), openai, raw, langchain
 
 
 def controls_from_variant(v: Variant) -> Controls:
@@ -50,7 +52,7 @@ def controls_from_variant(v: Variant) -> Controls:
         top_p=1.0 if v.top_p is None else v.top_p, top_k=v.top_k, seed=v.seed,
         max_tokens=v.max_tokens, ignore_eos=v.ignore_eos, prompt_choice=prompt,
         custom_prompt=v.prompt.text if prompt == CUSTOM else "",
-        schema_choice=schema_choice, custom_schema=custom,
+        schema_choice=schema_choice, custom_schema=custom, client=v.client,
     )
 
 
@@ -75,6 +77,7 @@ def variant_from_controls(c: Controls, library: PresetLibrary) -> Variant:
         seed=_int_or_none(c.seed, "seed"),
         max_tokens=_int_or_none(c.max_tokens, "max_tokens") or 0,
         ignore_eos=c.ignore_eos, prompt=prompt, guided_json=guided,
+        client=c.client or "auto",
     )
     try:
         return Variant.model_validate(data)

@@ -6,8 +6,8 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from playground.core.client import ClientPool
 from playground.core.measure_loop import MeasureLoop
+from playground.core.pool import ClientPool
 from playground.core.port import Remembering
 from playground.core.record import RequestRecord
 from playground.core.runner import Recording
@@ -54,6 +54,11 @@ class UIContext:
         examples = load_examples(settings.presets_dir)
         return cls(settings, library, banner=banner, server_note=server_note,
                    replay_only=replay_only, examples=examples)
+
+    def transformers_url(self) -> str | None:
+        """The base URL of a running Transformers server started from the Server tab."""
+        return next((s.config.base_url for s in self.servers.values()
+                     if s.running and s.config.engine == "transformers"), None)
 
     def pool(self, api_key: str) -> ClientPool:
         """One pool (one AsyncOpenAI per base URL) per API key; keyed by a hash, not the key.

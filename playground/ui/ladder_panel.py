@@ -86,7 +86,7 @@ def build(ctx: UIContext, stage: Stage, session: Any, n_columns: Any, prompt: An
         try:
             ladder = load_ladder(ctx.settings.presets_dir, name or "")
             key = key or ctx.settings.api_key_value()
-            steps = lad.plan(ladder, ctx.settings.presets_dir)
+            steps = lad.plan(ladder, ctx.settings.presets_dir, ctx.transformers_url())
             checked = await prepare(url.strip(), key, model_name or None,
                                     [v for v in steps if not isinstance(v, str)], text,
                                     port=ctx.port)

@@ -8,17 +8,20 @@ from typing import Any
 import gradio as gr
 
 from playground.errors import PlaygroundError
-from playground.server.embedded import server_config
+from playground.server.embedded import preset_config
 from playground.server.http import ais_healthy, aserver_info
-from playground.server.managed import ManagedServer, load_server_presets
+from playground.server.managed import ManagedServer
+from playground.server.presets import load_server_presets
 from playground.ui.context import UIContext
 
 
 def build(ctx: UIContext) -> None:
     presets, errors = load_server_presets(ctx.settings.presets_dir)
-    gr.Markdown("Start a vLLM server of this app's own with a preset from `presets/servers/`. "
-                "It serves the same model as the embedded default (the offline demo model "
-                "when Qwen/Qwen3-0.6B cannot be downloaded). Point a variant or the "
+    gr.Markdown("Start a server of this app's own with a preset from `presets/servers/`: vLLM, "
+                "or Hugging Face Transformers with the `transformers` preset (the ladder's "
+                "step A runs on it). It serves the same model as the embedded default (the "
+                "offline demo model when Qwen/Qwen3-0.6B cannot be downloaded), or the model "
+                "directory given below (a merged LoRA, a fine-tune). Point a variant or the "
                 "connection at its URL to compare server configurations.")
     if errors:
         gr.Markdown("⚠️ Skipped bad server presets:\n" + "\n".join(f"- {e}" for e in errors))
@@ -29,6 +32,8 @@ def build(ctx: UIContext) -> None:
         start = gr.Button("Start", variant="primary")
         restart = gr.Button("Restart")
         stop = gr.Button("Stop", variant="stop")
+    model_dir = gr.Textbox("", label="model directory (empty = the default model)",
+                           placeholder="/path/to/merged-lora", elem_id="server-model-dir")
     status = gr.Markdown("_no managed server started from this tab_", elem_id="server-tab-status")
     flags = gr.Code(label="effective command", language="shell", interactive=False,
                     elem_id="server-flags")
@@ -38,7 +43,8 @@ def build(ctx: UIContext) -> None:
     def managed(p: int) -> ManagedServer | None:
         return ctx.servers.get(int(p))
 
-    async def do_start(name: str, p: float, force: bool = False) -> dict[Any, Any]:
+    async def do_start(name: str, p: float, model_path: str = "", force: bool = False
+                       ) -> dict[Any, Any]:
         p = int(p)
         if name not in presets:
             return {status: f"❌ server preset: unknown {name!r}"}
@@ -49,8 +55,12 @@ def build(ctx: UIContext) -> None:
         if server is None and await ais_healthy(url):
             return {status: f"❌ port {p}: another server already answers at {url}; pick "
                             "another port"}
-        config, _ = server_config(ctx.settings, p)
-        config = presets[name].apply(config)
+        # a Transformers preset on the demo model saves its weights first: off the loop
+        try:
+            config, _ = await asyncio.to_thread(preset_config, ctx.settings, p, presets[name],
+                                                model_path.strip() or None)
+        except PlaygroundError as e:
+            return {status: f"❌ {e}"}
         if server is None:
             server = ManagedServer(config, ctx.settings.cache_dir / "logs" / f"vllm-{p}.log",
                                    python=ctx.settings.server_python())
@@ -79,8 +89,8 @@ def build(ctx: UIContext) -> None:
             text = f"⏳ starting… (`{url}` refuses connections until the engine is up)"
         return {status: text, flags: " ".join(server.command()), log: server.log_tail()}
 
-    async def do_restart(name: str, p: float) -> dict[Any, Any]:
-        return await do_start(name, p, force=True)
+    async def do_restart(name: str, p: float, model_path: str = "") -> dict[Any, Any]:
+        return await do_start(name, p, model_path, force=True)
 
     async def do_stop(p: float) -> dict[Any, Any]:
         server = managed(int(p))
@@ -94,7 +104,8 @@ def build(ctx: UIContext) -> None:
         return await _status(server) if server else {}
 
     outs = [status, flags, log]
-    start.click(do_start, [preset, port], outs, api_name=False, concurrency_limit=4)
-    restart.click(do_restart, [preset, port], outs, api_name=False, concurrency_limit=4)
+    start.click(do_start, [preset, port, model_dir], outs, api_name=False, concurrency_limit=4)
+    restart.click(do_restart, [preset, port, model_dir], outs, api_name=False,
+                  concurrency_limit=4)
     stop.click(do_stop, [port], outs, api_name=False)
     timer.tick(tick, [port], outs, api_name=False, show_progress="hidden")

@@ -140,8 +140,9 @@ class Stage:
             badges[col] = badge_md(rec)
             phases[col] = phases_html(rec) if rec.finished else ""
             if shown.kind != "replay":
-                code_py[col] = request.python_snippet(rec.request, shown.url)
-                code_curl[col] = request.curl_snippet(rec.request, shown.url)
+                code_py[col] = request.code_snippet(rec.request, rec.base_url,
+                                                    rec.variant.client)
+                code_curl[col] = request.curl_snippet(rec.request, rec.base_url)
         hist_plot: Any = skip
         hist_table: Any = skip
         if shown.kind != "replay" and shown.recs:

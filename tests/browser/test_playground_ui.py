@@ -50,6 +50,22 @@ def test_compare_seed_default_and_all_optimizations(page: Page) -> None:
     expect(page.locator("#code-curl-1")).to_contain_text("/chat/completions")
 
 
+def test_a_langchain_column_runs_next_to_the_sdk_and_shows_its_own_code(page: Page) -> None:
+    pick(page, "preset 1", "client-openai-sdk")
+    pick(page, "preset 2", "client-langchain")
+    expect(page.locator("#client-1 input")).to_have_value("langchain")
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.locator("#metrics-0")).to_contain_text("E2E", timeout=LONG)
+    expect(page.locator("#metrics-1")).to_contain_text("E2E", timeout=LONG)
+    expect(page.locator("#error-1")).to_have_text("")
+    page.get_by_text("View code").nth(1).click()
+    code = page.locator("#code-py-1")
+    expect(code).to_contain_text("from langchain_openai import ChatOpenAI")
+    expect(code).to_contain_text("llm.stream(")
+    page.get_by_text("View code").nth(0).click()
+    expect(page.locator("#code-py-0")).to_contain_text("chat.completions.create")
+
+
 def test_invalid_pasted_schema_fails_its_column_only(page: Page) -> None:
     pick(page, "preset 1", "all-optimizations")
     pick(page, "preset 2", "fixed-64-stream")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from playground.core import request
-from playground.core.client import ClientPool
+from playground.core.pool import ClientPool
 from playground.core.runner import Recording, new_recording, run_many
 from playground.lab.load import LoadClient, run_load
 from playground.lab.sweep import read_rows

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from playground.core import request
-from playground.core.client import ClientPool
+from playground.core.pool import ClientPool
 from playground.core.runner import new_recording, run_to_end
 from playground.specs.presets import variant_from_dict
 from tests.unit.test_properties import PRESETS, variant_dicts

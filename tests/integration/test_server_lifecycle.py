@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from playground.core import request
-from playground.core.client import ClientPool
 from playground.core.metrics import residual_ms
+from playground.core.pool import ClientPool
 from playground.core.runner import new_recording, run_to_end
 from playground.server.http import is_healthy
 from playground.server.managed import ManagedServer, cpu_demo_config, free_port

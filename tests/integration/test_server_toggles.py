@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from playground.core import request
-from playground.core.client import ClientPool
+from playground.core.pool import ClientPool
 from playground.core.runner import Recording, new_recording, run, run_to_end
 from playground.errors import RequestRejected
 from playground.server.http import server_info

@@ -14,6 +14,7 @@ ROOMS = ["base", "specs", "server", "core", "outputs", "lab", "claims", "ui", "c
 ONLY = {"gradio": "playground.ui", "openai": "playground.core.client",
         "httpx": "playground.server.http", "httpx2": "playground.server.http",
         "urllib.request": "playground.server.http", "aiohttp": "playground.core.wire",
+        "langchain_openai": "playground.core.langchain_client", "langchain_core": "-",
         "requests": "-"}
 MAX_LINES = 300
 

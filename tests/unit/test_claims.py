@@ -78,12 +78,33 @@ def test_every_seed_claim_is_a_claim_file_and_builds() -> None:
                            "eager", "batching", "chunked-prefill", "sdk", "engine", "headline"}
     library = PresetLibrary(PRESETS, PRESETS / "no-user-presets")
     for claim in claims.values():
-        if claim.requires:
-            continue
         exp = claim_experiment(claim, library)
         assert claim.variant in [v.name for v in exp.variants]
         assert exp.baseline != claim.variant
     assert claims["eager"].needs_servers() and not claims["streaming"].needs_servers()
+    # vLLM vs Transformers: two managed servers, the Transformers side in its dialect
+    engine = claim_experiment(claims["engine"], library)
+    assert claims["engine"].needs_servers()
+    assert {v.name: v.engine for v in engine.variants} == {"transformers": "transformers",
+                                                           "vllm": "vllm"}
+    sdk = claim_experiment(claims["sdk"], library)
+    assert {v.name: v.client for v in sdk.variants} == {"langchain": "langchain",
+                                                        "openai-sdk": "openai"}
+    assert sdk.variants[0].model_dump(exclude={"name", "client"}) == sdk.variants[
+        1].model_dump(exclude={"name", "client"})  # the client is the only difference
+
+
+def test_langchain_claim_says_how_to_install_when_it_is_missing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from playground.claims.run import skip_reason
+    from playground.core import langchain_client
+
+    claims, _ = load_claims(PRESETS)
+    assert skip_reason(claims["sdk"], with_servers=False) is None  # the test extras have it
+    monkeypatch.setattr(langchain_client, "available", lambda: False)
+    reason = skip_reason(claims["sdk"], with_servers=False)
+    assert reason is not None and "qwen-latency-lab[langchain]" in reason
+    assert "--with-servers" in (skip_reason(claims["engine"], with_servers=False) or "")
 
 
 def test_bad_claim_file_is_named_and_the_good_ones_still_load(tmp_path: Path) -> None:

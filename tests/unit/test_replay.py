@@ -142,6 +142,28 @@ def test_shipped_recordings_load() -> None:
         assert len(rec.columns) >= 2 and rec.environment
 
 
+def test_the_h200_ladder_recording_draws_the_ladder_with_step_a_on_transformers() -> None:
+    from playground.lab import ladder as lad
+    from playground.settings import REPO_ROOT
+    from playground.specs.ladders import load_ladder
+
+    rec = load(REPO_ROOT / "presets" / "recordings" / "h200-ladder-seed-004.json")
+    recs = recordings(rec)
+    fake = FakeTime()
+    fake.run(play(rec, recs, speed=1.0, clock=fake.clock, sleep=fake.sleep))  # scripted clock
+    found = lad.from_environment(rec.environment, recs)
+    assert found is not None
+    name, slots = found
+    assert name == "seed-004" and len(slots) == 4
+    assert [s.variant.engine for s in slots if not isinstance(s, str)] == [
+        "transformers", "vllm", "vllm", "vllm"]
+    rows = lad.rows(load_ladder(REPO_ROOT / "presets", name), slots)
+    assert all(r.status == "measured" for r in rows)
+    a, b = rows[0], rows[1]
+    assert a.e2e_ms is not None and b.e2e_ms is not None and b.saved_ms is not None
+    assert a.e2e_ms == pytest.approx(rec.columns[0].t_last * 1000, rel=1e-3)  # as recorded
+
+
 @pytest.mark.reliability(case="an uploaded recording over the size limit", where="the replay "
                          "panel's error (file, reason); Gradio refuses larger uploads", order=32)
 def test_recording_over_the_size_limit_is_refused(tmp_path: Path, observed) -> None:

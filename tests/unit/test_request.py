@@ -96,3 +96,56 @@ def test_nonce_precedes_the_system_prompt() -> None:
     assert msgs[1] == {"role": "user", "content": "hi"}
     bare = request.build(Variant(name="v"), "hi", "m", nonce="x").kwargs["messages"]
     assert bare == [{"role": "user", "content": "[x]\nhi"}]
+
+
+# Transformers' dialect (`transformers serve`: 422 on anything outside the OpenAI schema)
+TF_CASES: list[tuple[dict[str, Any], str, Any]] = [
+    ({"stream": True}, "stream", True),
+    ({"stream": True}, "stream_options", "MISSING"),  # ignored there; usage rides on the end
+    ({"thinking": False}, "chat_template_kwargs", {"enable_thinking": False}),
+    ({"temperature": 0.0}, "temperature", 0.0),
+    ({"top_k": 20}, "top_k", "MISSING"),
+    ({"ignore_eos": True}, "ignore_eos", "MISSING"),
+    ({"min_tokens": 5}, "min_tokens", "MISSING"),
+    ({}, "generation_config", "MISSING"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "key", "expected"), TF_CASES)
+def test_transformers_dialect(overrides: dict[str, Any], key: str, expected: Any) -> None:
+    v = Variant(**{**BASE, "engine": "transformers", **overrides})
+    body = request.build(v, "hi", "Qwen/Qwen3-0.6B").body()
+    assert body.get(key, "MISSING") == expected
+
+
+def test_transformers_gets_lengths_and_top_k_in_its_generation_config() -> None:
+    v = Variant(name="v", engine="transformers", max_tokens=32, ignore_eos=True, top_k=5,
+                temperature=0.0)
+    gen = json.loads(request.build(v, "hi", "m").body()["generation_config"])
+    assert gen == {"min_new_tokens": 32, "max_new_tokens": 32, "top_k": 5, "do_sample": False}
+    sampled = Variant(name="v", engine="transformers", min_tokens=3, temperature=0.7)
+    gen = json.loads(request.build(sampled, "hi", "m").body()["generation_config"])
+    assert gen["min_new_tokens"] == 3 and gen["do_sample"] is True
+
+
+@pytest.mark.parametrize("field", ["guided_json", "thinking_budget", "think_prefill"])
+def test_what_transformers_cannot_express_is_refused_by_name(field: str) -> None:
+    extra: dict[str, Any] = {"guided_json": {"guided_json": GuidedJson(name="a", schema=SCHEMA)},
+                             "thinking_budget": {"thinking": True, "thinking_budget": 8},
+                             "think_prefill": {"thinking": True, "think_prefill": True}}[field]
+    with pytest.raises(ValueError, match=field):
+        Variant(name="v", engine="transformers", **extra)
+
+
+def test_langchain_snippet_is_the_same_request_and_no_key() -> None:
+    v = Variant(name="v", stream=True, thinking=False, top_k=3, max_tokens=9, client="langchain",
+                guided_json=GuidedJson(name="addr", schema=SCHEMA))
+    req = request.build(v, "長沙", "Qwen/Qwen3-0.6B")
+    code = request.langchain_snippet(req, "http://h:1/v1")
+    compile(code, "<snippet>", "exec")
+    assert "from langchain_openai import ChatOpenAI" in code and "llm.stream(" in code
+    assert "model='Qwen/Qwen3-0.6B'" in code and "base_url='http://h:1/v1'" in code
+    assert "max_tokens=9" in code and "'top_k': 3" in code and "response_format=" in code
+    assert "OPENAI_API_KEY" in code and "sk-" not in code
+    plain = request.build(v.model_copy(update={"stream": False}), "x", "m")
+    assert "llm.invoke(" in request.langchain_snippet(plain, "http://h:1/v1")

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from playground.server import prom as sm
-from playground.server.managed import ServerConfig, load_server_presets
+from playground.server.managed import ServerConfig
+from playground.server.presets import load_server_presets
 from playground.settings import REPO_ROOT
 
 BEFORE = """\
@@ -121,3 +122,44 @@ def test_managed_server_uses_the_configured_python() -> None:
     assert server.command()[:3] == ["/opt/gpu-venv/bin/python", "-m",
                                     "vllm.entrypoints.openai.api_server"]
     assert Settings.from_env({}).server_python() == sys.executable
+
+
+def test_transformers_engine_is_its_own_command_in_a_folder_where_the_name_is_the_model(
+        tmp_path) -> None:
+    from playground.server.managed import ManagedServer
+
+    model = tmp_path / "some-model"
+    model.mkdir()
+    presets, _ = load_server_presets(REPO_ROOT / "presets")
+    c = presets["transformers"].apply(ServerConfig(model=str(model), port=8123,
+                                                   reasoning_parser="qwen3",
+                                                   per_request_metrics=True))
+    assert c.engine == "transformers"
+    s = ManagedServer(c, tmp_path / "logs" / "t.log", python="py")
+    assert s.command() == ["py", "-m", "transformers.cli.transformers", "serve",
+                           "Qwen/Qwen3-0.6B", "--host", "127.0.0.1", "--port", "8123",
+                           "--log-level", "info"]  # none of vLLM's flags
+    folder = s.workdir()
+    assert folder is not None
+    assert (folder / "Qwen" / "Qwen3-0.6B").resolve() == model.resolve()
+    assert c.env({"X": "1"})["HF_HUB_OFFLINE"] == "1"
+    assert ManagedServer(ServerConfig(model="m"), tmp_path / "v.log").workdir() is None
+
+
+def test_a_local_model_directory_is_served_under_its_name_and_a_bad_path_is_named(
+        tmp_path) -> None:
+    from playground.errors import ValidationFailed
+    from playground.server.embedded import server_config
+    from playground.settings import Settings
+
+    lora = tmp_path / "qwen3-address-lora"
+    lora.mkdir()
+    (lora / "config.json").write_text("{}")
+    settings = Settings(cache_dir=tmp_path / "cache")
+    config, demo = server_config(settings, 8124, str(lora))
+    assert config.model == str(lora) and config.served_model_name == "qwen3-address-lora"
+    assert not demo and config.load_format is None
+    with pytest.raises(ValidationFailed, match="no such directory"):
+        server_config(settings, 8124, str(tmp_path / "missing"))
+    with pytest.raises(ValidationFailed, match=r"no config\.json"):
+        server_config(settings, 8124, str(tmp_path))

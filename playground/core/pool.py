@@ -1,0 +1,53 @@
+"""The pool of chat backends: one per (base URL, client), shared by every request to that server.
+
+A variant's `client` picks the reader: "openai" (core/client, the SDK), "raw" (core/wire),
+"langchain" (core/langchain_client); the last two are imported only when asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from playground.core.client import Backend
+
+ClientName = Literal["openai", "raw", "langchain"]
+
+
+class ClientPool:
+    """One backend per (base URL, client), shared by every request to that server.
+
+    A variant's `client` picks the reader: "openai" (the SDK, what "View code" shows) or "raw"
+    (core/wire: the same body, parsed the way vllm bench serve does) or "langchain"
+    (core/langchain_client: langchain-openai's ChatOpenAI). "auto" is `auto_client`:
+    the SDK in the Playground, the raw reader in the benchmark lab (docs/load.md)."""
+
+    def __init__(self, api_key: str, *, auto_client: ClientName = "openai",
+                 **timeouts: float) -> None:
+        self._api_key = api_key
+        self._timeouts = timeouts
+        self.auto_client: ClientName = auto_client
+        self._backends: dict[tuple[str, str], Any] = {}
+
+    def resolve(self, client: str) -> ClientName:
+        return self.auto_client if client == "auto" else client  # type: ignore[return-value]
+
+    def get(self, base_url: str, client: str = "auto") -> Any:
+        name = self.resolve(client)
+        key = (base_url.rstrip("/"), name)
+        if key not in self._backends:
+            if name == "raw":
+                from playground.core.wire import RawBackend  # aiohttp: only when asked for
+
+                self._backends[key] = RawBackend(key[0], self._api_key, **self._timeouts)
+            elif name == "langchain":
+                from playground.core.langchain_client import LangChainBackend
+
+                self._backends[key] = LangChainBackend(key[0], self._api_key, **self._timeouts)
+            else:
+                self._backends[key] = Backend(key[0], self._api_key, **self._timeouts)
+        return self._backends[key]
+
+    async def aclose(self) -> None:
+        for b in self._backends.values():
+            await b.aclose()
+        self._backends.clear()
