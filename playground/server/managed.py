@@ -154,7 +154,7 @@ class ManagedServer:
 
     def start(self) -> None:
         """Start (from a long-lived thread: on Linux the server is told to exit when the
-        starting thread dies, so even a SIGKILLed app leaves no vLLM behind)."""
+        starting thread dies, so even a SIGKILLed app leaves no vLLM behind -- `guarded`)."""
         if self.proc is not None and self.proc.poll() is None:
             return
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -165,18 +165,21 @@ class ManagedServer:
         if workdir is not None:  # an empty hub cache of its own: GET /v1/models lists nothing
             (workdir / "hub").mkdir(exist_ok=True)  # instead of failing on a missing cache
             env["HF_HUB_CACHE"] = str(workdir / "hub")
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, env=env, cwd=workdir,
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+        self.proc = subprocess.Popen(guarded(self.command(), self.python), stdout=log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env=env, cwd=workdir, start_new_session=True)
         log.close()
 
     def wait_ready(self, timeout_s: float = 600.0, poll_s: float = 1.0) -> None:
         """Poll /health (the port refuses connections while the engine starts)."""
         deadline = time.monotonic() + timeout_s
+        proc = self.proc
         while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
+            if proc is None or self.proc is not proc:  # stop() ran (Ctrl-C, cancel, restart)
+                raise ServerStartError(f"{self.engine_name} was stopped while it started")
+            if proc.poll() is not None:
                 raise ServerStartError(
-                    f"{self.engine_name} exited with code {self.proc.returncode} while "
+                    f"{self.engine_name} exited with code {proc.returncode} while "
                     "starting",
                     hint=f"last log lines:\n{self.log_tail(25)}")
             if is_healthy(self.config.base_url):
@@ -227,13 +230,49 @@ class ManagedServer:
         self.stop()
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when the parent goes away (Linux prctl)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
+# The guard: the first process of a managed server's group (no preexec_fn: it is unsafe in a
+# threaded program such as the UI). It asks Linux for SIGTERM when the thread that started it
+# dies (PR_SET_PDEATHSIG; checking that parent is still there), starts the server as its child
+# in the same process group, and on SIGTERM/SIGINT -- from `stop()` or from its parent's death,
+# however that parent died, SIGKILL included -- signals the whole group (the server and the
+# engine processes it forked) and SIGKILLs what is left after a grace period. When the server
+# exits on its own, the guard exits with its code. Only the standard library: the server's
+# Python may be another environment.
+_GUARD = """\
+import ctypes, os, signal, sys, time
+ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+if os.getppid() != int(sys.argv[1]):
+    os._exit(70)
+child = os.fork()
+if child == 0:
+    os.execvp(sys.argv[3], sys.argv[3:])
+def stop(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.killpg(0, signal.SIGTERM)
+    deadline = time.monotonic() + float(sys.argv[2])
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(child, os.WNOHANG)[0]:
+                break
+        except ChildProcessError:
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)
+    os.killpg(0, signal.SIGKILL)
+signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGINT, stop)
+_, status = os.waitpid(child, 0)
+os._exit(os.waitstatus_to_exitcode(status) % 256)
+"""
+GUARD_GRACE_S = 10.0
 
-        pr_set_pdeathsig = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+def guarded(command: list[str], python: str = sys.executable) -> list[str]:
+    """`command` behind the guard (Linux; elsewhere unchanged)."""
+    if not sys.platform.startswith("linux"):
+        return command
+    return [python, "-c", _GUARD, str(os.getpid()), str(GUARD_GRACE_S), *command]
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

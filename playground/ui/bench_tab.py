@@ -172,8 +172,10 @@ def build(ctx: UIContext) -> None:
         except PlaygroundError as e:
             raise gr.Error(str(e)) from None
         if path is not None:
-            out = write_outputs(read_run(path), path.with_suffix(""),
-                                ttft_slo_ms=t_slo or None, e2e_slo_ms=e_slo or None)
+            done_path = path  # the exports (statistics, plots, HTML) are CPU work: a worker
+            out = await asyncio.to_thread(lambda: write_outputs(
+                read_run(done_path), done_path.with_suffix(""), ttft_slo_ms=t_slo or None,
+                e2e_slo_ms=e_slo or None))
             yield {progress: f"✅ done: {path}", files: [str(p) for p in out.values()],
                    run_a: gr.update(choices=_runs(ctx)), run_b: gr.update(choices=_runs(ctx))}
 

@@ -3,6 +3,7 @@ the stakeholder report for download."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -106,8 +107,9 @@ def build(ctx: UIContext) -> None:
             yield {progress: status, board_table: _pending_rows(ordered, done_rows)}
         if not board:
             return
-        out = write_board(board, _board_dir(ctx) / time.strftime("%Y%m%d-%H%M%S"))
-        write_board(board, _board_dir(ctx) / "latest")
+        stamp = time.strftime("%Y%m%d-%H%M%S")  # the report (plotly inlined) is CPU work: a worker
+        out = await asyncio.to_thread(write_board, board, _board_dir(ctx) / stamp)
+        await asyncio.to_thread(write_board, board, _board_dir(ctx) / "latest")
         yield {progress: f"✅ board done · report `{out['html']}`", board_table: board_rows(board),
                overview: verdict_figure(board), api_table: _api_rows(board),
                files: [str(p) for p in out.values()], state: board}

@@ -1,0 +1,95 @@
+"""A managed server and every process it forks (vLLM's engine core, here a stand-in) end with
+the app however the app ends -- SIGTERM, SIGINT, SIGKILL -- and with `stop()`; without
+preexec_fn (unsafe in a threaded program). A stand-in server that forks a grandchild makes this
+take seconds; the real vLLM case is test_server_lifecycle's SIGKILL test."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from playground.server import managed
+from playground.server.managed import ManagedServer, ServerConfig
+from tests.procs import group, wait_for
+
+# a "server" that forks an "engine" (a grandchild) and then serves forever
+SERVER = ("import subprocess, sys, time; "
+          "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
+          "time.sleep(300)")
+
+PARENT = f"""
+import sys, threading, time
+from pathlib import Path
+from playground.server.managed import ManagedServer, ServerConfig
+
+class Fake(ManagedServer):
+    def command(self):
+        return [sys.executable, "-c", {SERVER!r}]
+
+s = Fake(ServerConfig(model="m"), Path(sys.argv[1]))
+hold = threading.Event()
+def start():  # the UI starts servers from a thread of a threaded app
+    s.start(); print(s.proc.pid, flush=True); hold.wait()
+threading.Thread(target=start, daemon=True).start()
+time.sleep(300)
+"""
+
+
+class Fake(ManagedServer):
+    def command(self) -> list[str]:
+        return [sys.executable, "-c", SERVER]
+
+
+
+
+
+
+def test_no_preexec_fn_and_stop_ends_the_whole_group(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, object] = {}
+    real = subprocess.Popen
+
+    def spy(cmd, **kw):  # type: ignore[no-untyped-def]
+        seen.update(kw, cmd=cmd)
+        return real(cmd, **kw)
+
+    monkeypatch.setattr(managed.subprocess, "Popen", spy)
+    s = Fake(ServerConfig(model="m"), tmp_path / "s.log")
+    s.start()
+    assert s.proc is not None
+    pgid = s.proc.pid
+    try:
+        assert "preexec_fn" not in seen and seen["start_new_session"] is True
+        assert seen["cmd"][-3:] == s.command()  # type: ignore[index]
+        assert wait_for(lambda: len(group(pgid)) == 3, 10)  # guard, server, engine
+    finally:
+        s.stop()
+    assert not s.running and wait_for(lambda: not group(pgid), 15)
+
+
+def test_a_server_that_exits_by_itself_reports_its_code(tmp_path: Path) -> None:
+    class Dies(ManagedServer):
+        def command(self) -> list[str]:
+            return [sys.executable, "-c", "import sys; sys.exit(3)"]
+
+    s = Dies(ServerConfig(model="m"), tmp_path / "d.log")
+    s.start()
+    assert s.proc is not None and s.proc.wait(timeout=20) == 3
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_a_threaded_parent_ending_takes_the_server_and_its_engine(tmp_path: Path,
+                                                                  sig: signal.Signals) -> None:
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(tmp_path / "s.log")],
+                              stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    pgid = int(parent.stdout.readline())
+    assert wait_for(lambda: len(group(pgid)) == 3, 10)
+    parent.send_signal(sig)
+    parent.wait(timeout=10)
+    # bounded: the guard's grace period (10 s) plus a margin
+    assert wait_for(lambda: not group(pgid), 20), f"left after {sig.name}: {group(pgid)}"

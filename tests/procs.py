@@ -1,0 +1,40 @@
+"""Processes as /proc shows them, for the tests that check nothing is left behind."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+def _stats() -> list[tuple[int, list[str]]]:
+    """(pid, the stat fields after the command name: state, ppid, pgrp, ...) of every live
+    process; zombies are left out (gone for our purpose)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            out.append((int(d.name), fields))
+    return out
+
+
+def children(pid: int) -> list[int]:
+    return [p for p, f in _stats() if int(f[1]) == pid]
+
+
+def group(pgid: int) -> list[int]:
+    return [p for p, f in _stats() if int(f[2]) == pgid]
+
+
+def wait_for(cond: Callable[[], bool], timeout: float, step: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(step)
+    return bool(cond())
