@@ -45,8 +45,17 @@ def env(demo_model_dir: Path, tmp_path: Path) -> dict[str, str]:
             "PLAYGROUND_WARMUP": "off"}
 
 
+# The app as a terminal starts it: Ctrl-C raises KeyboardInterrupt. (A test runner started as
+# a background job of a non-interactive shell passes SIGINT on as "ignored", and Python then
+# never installs its handler: the SIGINT case would test nothing.)
+AS_FROM_A_TERMINAL = ("import runpy, signal, sys; "
+                      "signal.signal(signal.SIGINT, signal.default_int_handler); "
+                      "sys.argv = ['playground', *sys.argv[1:]]; "
+                      "runpy.run_module('playground.cli', run_name='__main__', alter_sys=True)")
+
+
 def ends_clean(cmd: list[str], env: dict[str, str], n_servers: int, sig: signal.Signals) -> None:
-    app = subprocess.Popen([sys.executable, "-m", "playground.cli", *cmd], env=env,
+    app = subprocess.Popen([sys.executable, "-c", AS_FROM_A_TERMINAL, *cmd], env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     groups: list[int] = []
     try:

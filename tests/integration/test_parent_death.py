@@ -22,7 +22,8 @@ SERVER = ("import subprocess, sys, time; "
           "time.sleep(300)")
 
 PARENT = f"""
-import sys, threading, time
+import signal, sys, threading, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal (see no_orphans)
 from pathlib import Path
 from playground.server.managed import ManagedServer, ServerConfig
 
