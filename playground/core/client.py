@@ -42,14 +42,14 @@ class Backend:
     def __init__(self, base_url: str, api_key: str, *, connect_timeout_s: float = 5.0,
                  read_timeout_s: float = 60.0, timeout_s: float = 120.0) -> None:
         self.base_url = base_url.rstrip("/")
-        timeout = openai.Timeout(timeout_s, connect=connect_timeout_s, read=read_timeout_s)
+        timeout, http = sdk_transport(connect_timeout_s=connect_timeout_s,
+                                      read_timeout_s=read_timeout_s, timeout_s=timeout_s)
         self._client = openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=api_key,
             max_retries=0,  # a retried request would silently inflate TTFT
             timeout=timeout,
-            http_client=openai.DefaultAsyncHttpx2Client(
-                timeout=timeout, event_hooks={"request": [_request_hook]}),
+            http_client=http,
         )
 
     async def aclose(self) -> None:
@@ -197,12 +197,18 @@ def _root_cause(e: BaseException) -> str:
 SdkError = openai.APIError
 
 
-def sdk_transport(hook: Callable[[object], Any], *, connect_timeout_s: float,
-                  read_timeout_s: float, timeout_s: float) -> tuple[Any, Any]:
-    """(openai.Timeout, an httpx client whose request hook is `hook`) -- the SDK path's."""
+def sdk_transport(*, connect_timeout_s: float, read_timeout_s: float, timeout_s: float
+                  ) -> tuple[Any, Any]:
+    """(openai.Timeout, an httpx client whose request hook calls `on_send`'s callback) -- what
+    the SDK path uses, and what LangChain is given."""
     timeout = openai.Timeout(timeout_s, connect=connect_timeout_s, read=read_timeout_s)
     return timeout, openai.DefaultAsyncHttpx2Client(timeout=timeout,
-                                                     event_hooks={"request": [hook]})
+                                                     event_hooks={"request": [_request_hook]})
+
+
+def on_send(callback: Callable[[], None] | None) -> None:
+    """In this task, call `callback` when the next request reaches the transport (t_send)."""
+    _ON_SEND.set(callback)
 
 
 def is_connection_error(e: BaseException) -> bool:

@@ -19,18 +19,20 @@ extra: `pip install 'qwen-latency-lab[langchain]'`).
 
 from __future__ import annotations
 
-import contextvars
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
-from playground.core.client import SdkError, is_connection_error, map_error, sdk_transport
+from playground.core.client import (
+    SdkError,
+    is_connection_error,
+    map_error,
+    on_send,
+    sdk_transport,
+)
 from playground.core.events import Clock, Event
 from playground.core.metrics import Usage
 from playground.core.request import ChatRequest
 from playground.errors import PlaygroundError, RequestTimeout, StreamError, ValidationFailed
-
-_ON_SEND: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
-    "langchain_on_send", default=None)
 
 INSTALL_HINT = "pip install 'qwen-latency-lab[langchain]' (langchain-openai)"
 
@@ -41,12 +43,6 @@ def available() -> bool:
     except ImportError:
         return False
     return True
-
-
-async def _request_hook(_request: object) -> None:
-    on_send = _ON_SEND.get()
-    if on_send is not None:
-        on_send()
 
 
 class LangChainBackend:
@@ -61,7 +57,7 @@ class LangChainBackend:
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
         self._timeout, self._http = sdk_transport(
-            _request_hook, connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s,
+            connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s,
             timeout_s=timeout_s)
         self._models: dict[tuple[str, bool], Any] = {}
 
@@ -84,7 +80,7 @@ class LangChainBackend:
     async def events(self, req: ChatRequest, clock: Clock) -> AsyncIterator[Event]:
         """Send `req` through LangChain; errors become a final `error` event, not raises."""
         sent: list[float] = []
-        _ON_SEND.set(lambda: sent.append(clock()))
+        on_send(lambda: sent.append(clock()))
         t_call = clock()
         model = self._model(str(req.kwargs["model"]), req.stream)
         messages = req.kwargs["messages"]
@@ -140,7 +136,7 @@ class LangChainBackend:
                 hint="the server's reply did not parse as a chat completion"))
             return
         finally:
-            _ON_SEND.set(None)
+            on_send(None)
         if not announced:  # a stream that ended with no chunk at all
             yield sent_event()
         yield Event("done", clock())
