@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent  # a source checkout's root (meaningless in an installed wheel)
@@ -93,7 +94,16 @@ class Settings(BaseModel):
             if raw:
                 values[name] = raw
         values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.model_validate(values)
+        try:
+            return cls.model_validate(values)
+        except ValidationError as e:  # the first bad field, named as the user set it
+            from playground.errors import ValidationFailed
+
+            err = e.errors()[0]
+            name = str(err["loc"][0]) if err["loc"] else "settings"
+            where = FLAGS.get(name, f"PLAYGROUND_{name.upper()}")
+            raise ValidationFailed(f"{name} ({where})", str(err["msg"]).removeprefix(
+                "Value error, ")) from None
 
     def auth_pairs(self) -> list[tuple[str, str]]:
         """PLAYGROUND_AUTH / --auth as (user, password) pairs; ValidationFailed if malformed."""
@@ -113,3 +123,46 @@ class Settings(BaseModel):
     def api_key_value(self) -> str:
         """The key for the HTTP header only; never log or display the result."""
         return self.api_key.get_secret_value() if self.api_key else "EMPTY"
+
+    def api_key_for(self, base_url: str) -> str:
+        """The configured key, for the server it was configured for only: any other base URL
+        (one a visitor typed into a shared UI) gets "EMPTY", never the operator's key."""
+        return self.api_key_value() if same_server(base_url, self.base_url) else "EMPTY"
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_only(cls, value: str) -> str:
+        return check_base_url(value) if value else value  # "" = no server (replay mode)
+
+
+FLAGS = {"base_url": "--base-url / PLAYGROUND_BASE_URL", "timeout_s": "--timeout / "
+         "PLAYGROUND_TIMEOUT_S", "api_key": "--api-key / PLAYGROUND_API_KEY",
+         "model": "--model / PLAYGROUND_MODEL"}
+
+
+def check_base_url(url: str) -> str:
+    """An http(s) URL with a host, stripped; ValueError naming the fix otherwise (file://,
+    a bare host, text with spaces: nothing is ever sent there)."""
+    url = str(url).strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(
+            c.isspace() for c in url):
+        raise ValueError(f"{url[:80]!r} is not an http(s) URL -- use e.g. "
+                         f"{DEFAULT_BASE_URL}")
+    try:
+        parts.port  # noqa: B018 (raises on a port that is not a number)
+    except ValueError:
+        raise ValueError(f"{url[:80]!r} has a bad port -- use e.g. {DEFAULT_BASE_URL}") from None
+    return url
+
+
+def same_server(a: str, b: str) -> bool:
+    """The same scheme, host, port and path (a trailing slash aside)."""
+    def norm(url: str) -> tuple[str, str, int | None, str]:
+        p = urlsplit(url.strip())
+        try:
+            port = p.port or {"http": 80, "https": 443}.get(p.scheme)
+        except ValueError:
+            port = -1
+        return p.scheme.lower(), (p.hostname or "").lower(), port, p.path.rstrip("/")
+    return bool(a and b) and norm(a) == norm(b)

@@ -15,9 +15,15 @@ import pytest
 from playground.server import demo_model
 from playground.server.managed import ManagedServer, ServerConfig, cpu_demo_config, free_port
 from playground.settings import REPO_ROOT, Settings
-from tests.reliability import observed, pytest_runtest_makereport, pytest_sessionfinish
+from tests.reliability import (
+    check_rows,
+    observed,
+    pytest_deselected,
+    pytest_runtest_makereport,
+    pytest_sessionfinish,
+)
 
-__all__ = ["observed", "pytest_runtest_makereport", "pytest_sessionfinish"]
+__all__ = ["observed", "pytest_deselected", "pytest_runtest_makereport", "pytest_sessionfinish"]
 
 
 @pytest.fixture(scope="session")
@@ -57,3 +63,4 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Browser tests last: Playwright's sync API keeps an event loop running in the main
     thread for the rest of the session, which async tests cannot share."""
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+    check_rows(items)

@@ -10,11 +10,14 @@ then misbehaves:
 - `malformed`: streams 3 SSE events, then a line that is not JSON;
 - `error-event`: streams 3 SSE events, then an error event inside the HTTP 200 stream (what
   vLLM sends when the engine fails mid-request);
-- `500`: answers chat requests with vLLM's 500 error body (the engine died);
+- `500`: answers streaming chat requests with vLLM's 500 error body (the engine died); like
+  the stream faults, it leaves non-streaming requests alone, so a UI test can run a faulty
+  streaming column next to a good non-streaming one on the same base URL;
 - `hold`: holds every chat request until `release()` (a server busy warming up, for as long
   as the test needs), then passes it through;
-- `auth`: requires `Authorization: Bearer <api_key>` (else vLLM's 401 body), then passes through
-  (the key is the proxy's, never in the URL: a test that greps for it must not find the URL).
+- `auth`: requires `Authorization: Bearer <api_key>` on /v1 (else vLLM's 401 body), then passes
+  through (the key is the proxy's, never in the URL: a test that greps for it must not find
+  the URL).
 
 Every request the proxy saw is kept in `seen` (path and headers), so tests can check what was
 sent -- and that nothing was sent when input should have been rejected first.
@@ -97,11 +100,12 @@ class FaultProxy:
             if is_chat and self._released is not None:
                 await self._released.wait()
             fault = "ok"
-        if fault == "auth":
-            if request.headers.get("Authorization") != f"Bearer {self.api_key}":
+        if fault == "auth":  # like vLLM's --api-key: /v1 only (not /health, /version)
+            if tail.startswith("v1/") and \
+                    request.headers.get("Authorization") != f"Bearer {self.api_key}":
                 return web.json_response({"error": "Unauthorized"}, status=401)
             fault = "ok"
-        if fault == "500" and is_chat:
+        if fault == "500" and is_chat and b'"stream":true' in body.replace(b" ", b""):
             return web.json_response({"error": {"message": "EngineCore encountered an issue",
                                                 "type": "InternalServerError", "param": None,
                                                 "code": 500}}, status=500)

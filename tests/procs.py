@@ -38,3 +38,20 @@ def wait_for(cond: Callable[[], bool], timeout: float, step: float = 0.1) -> boo
             return True
         time.sleep(step)
     return bool(cond())
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (children, their children, ...)."""
+    found, todo = [], [pid]
+    stats = _stats()
+    while todo:
+        parent = todo.pop()
+        kids = [p for p, f in stats if int(f[1]) == parent]
+        found += kids
+        todo += kids
+    return found
+
+
+def alive(pids: list[int]) -> list[int]:
+    live = {p for p, _ in _stats()}
+    return [p for p in pids if p in live]

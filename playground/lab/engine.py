@@ -30,6 +30,7 @@ from typing import Any
 from playground.errors import PlaygroundError
 from playground.lab.store import BackgroundRecord
 from playground.server import prom
+from playground.server.managed import guarded
 
 # The engine exits when its parent goes away (a killed benchmark must not leave it loading the
 # server): a thread watches the parent pid.
@@ -140,7 +141,9 @@ class VllmBenchLoad:
     async def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("wb") as out:
-            self._proc = subprocess.Popen(self.spec.command(self.python), stdout=out,
+            # behind the managed servers' guard: it goes when this process dies, SIGKILL included
+            self._proc = subprocess.Popen(guarded(self.spec.command(self.python), self.python),
+                                          stdout=out,
                                           stderr=subprocess.STDOUT, env=_env(self.api_key),
                                           start_new_session=True)  # its own process group
         deadline = time.monotonic() + self.ready_timeout_s

@@ -94,7 +94,7 @@ def launch(settings: Settings, *, host: str = "127.0.0.1", port: int = 7860,
                     auth=auth or None, footer_links=["api", "gradio"], max_file_size=MAX_BYTES,
                     head=HEAD_JS, app_kwargs={"routes": [ctx.feeds.route()]})
     finally:
-        ctx.stop_servers()
+        ctx.shutdown()  # runs in flight: stopped, stored; then the servers we started
         if server is not None:
             server.stop()
         # Servers are stopped; do not let a lingering worker thread (Gradio, timers, the

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,11 +15,11 @@ from playground.core.port import Remembering
 from playground.core.record import RequestRecord
 from playground.core.runner import Recording
 from playground.core.warmup import WarmState, warm_server
-from playground.errors import PlaygroundError
-from playground.lab.store import RunStore
+from playground.errors import PlaygroundError, ValidationFailed
+from playground.lab.store import RunFile, RunStore
 from playground.server.floor import server_floor
 from playground.server.managed import ManagedServer
-from playground.settings import Settings
+from playground.settings import Settings, check_base_url
 from playground.specs.experiments import load_dataset
 from playground.specs.presets import PresetLibrary
 from playground.ui.live_feed import Feeds
@@ -28,6 +31,32 @@ def load_examples(presets_dir: Path, limit: int = 12) -> list[str]:
         return [row["input"] for row in load_dataset(presets_dir, "address", limit)]
     except PlaygroundError:
         return []
+
+
+@dataclass(eq=False)
+class RunLog:
+    """One run's file (runs/playground/), appended as each recording becomes final, so what
+    finished survives a killed app; the file is created with its first line."""
+
+    store_: RunStore
+    recs: list[Recording]
+    stop: Callable[[], None] = lambda: None  # the run's Stop (set once it is in flight)
+    _file: RunFile | None = None
+    _stored: set[int] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def store(self, rec: Recording) -> None:
+        with self._lock:  # the UI's loop and the app's shutdown may both flush
+            if id(rec) in self._stored or not rec.finished:
+                return
+            self._stored.add(id(rec))
+            if self._file is None:
+                self._file = self.store_.new_run("playground")
+            self._file.append(RequestRecord.of(rec))
+
+    def store_finished(self) -> None:
+        for rec in list(self.recs):
+            self.store(rec)
 
 
 @dataclass
@@ -44,6 +73,7 @@ class UIContext:
     warm: WarmState = field(default_factory=WarmState)  # the warm-up of a server we started
     feeds: Feeds = field(default_factory=Feeds)  # live text of the runs in flight
     port: Remembering = field(default_factory=Remembering)  # server facts, briefly cached
+    logs: set[RunLog] = field(default_factory=set)  # the runs in flight, for a clean shutdown
     _pools: dict[str, ClientPool] = field(default_factory=dict)
     _floors: dict[str, float | None] = field(default_factory=dict)
 
@@ -59,6 +89,16 @@ class UIContext:
         """The base URL of a running Transformers server started from the Server tab."""
         return next((s.config.base_url for s in self.servers.values()
                      if s.running and s.config.engine == "transformers"), None)
+
+    def connection(self, url: str, typed_key: str | None) -> tuple[str, str]:
+        """(base URL, API key) for one visitor's request: the URL must be http(s) (nothing is
+        sent otherwise), and the operator's configured key goes to the operator's URL only --
+        a URL a visitor typed gets the key that visitor typed, or none."""
+        try:
+            url = check_base_url(str(url or ""))
+        except ValueError as e:
+            raise ValidationFailed("base URL", str(e)) from None
+        return url, typed_key or self.settings.api_key_for(url)
 
     def pool(self, api_key: str) -> ClientPool:
         """One pool (one AsyncOpenAI per base URL) per API key; keyed by a hash, not the key.
@@ -88,9 +128,32 @@ class UIContext:
                                         self.settings.model, self.library, self.warm))
 
     def store_run(self, recs: list[Recording]) -> None:
-        run = RunStore(self.settings.runs_dir).new_run("playground")
-        for rec in recs:
-            run.append(RequestRecord.of(rec))
+        log = self.run_log(recs)
+        self.close_log(log)
+
+    def run_log(self, recs: list[Recording]) -> RunLog:
+        """The file of a run about to start (each recording stored once it is final)."""
+        log = RunLog(RunStore(self.settings.runs_dir), recs)
+        self.logs.add(log)
+        return log
+
+    def close_log(self, log: RunLog) -> None:
+        log.store_finished()
+        self.logs.discard(log)
+
+    def shutdown(self, grace_s: float = 5.0) -> None:
+        """SIGTERM / Ctrl-C: stop the runs in flight (partial output kept, marked cancelled)
+        and store them, then stop the servers this app started."""
+        logs = list(self.logs)
+        for log in logs:
+            log.stop()
+        deadline = time.monotonic() + grace_s
+        while any(not r.finished for log in logs for r in log.recs) and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
+        for log in logs:
+            log.store_finished()
+        self.stop_servers()
 
     def stop_servers(self) -> None:
         for server in self.servers.values():

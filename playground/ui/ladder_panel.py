@@ -85,9 +85,9 @@ def build(ctx: UIContext, stage: Stage, session: Any, n_columns: Any, prompt: An
             raise gr.Error("a run is already in progress in this tab: Stop it first")
         try:
             ladder = load_ladder(ctx.settings.presets_dir, name or "")
-            key = key or ctx.settings.api_key_value()
+            url, key = ctx.connection(url, key)
             steps = lad.plan(ladder, ctx.settings.presets_dir, ctx.transformers_url())
-            checked = await prepare(url.strip(), key, model_name or None,
+            checked = await prepare(url, key, model_name or None,
                                     [v for v in steps if not isinstance(v, str)], text,
                                     port=ctx.port)
         except PlaygroundError as e:
@@ -116,10 +116,11 @@ def build(ctx: UIContext, stage: Stage, session: Any, n_columns: Any, prompt: An
         shown.floor_ms = await asyncio.to_thread(ctx.floor_ms, url, key)
         work = run_to_end(ctx.pool(key), shown.recs, mode="sequential",
                           timeout_s=ctx.settings.timeout_s)
+        log = ctx.run_log(shown.recs)
         try:
-            values = await stage.play(sess, shown, work, ctx.measure, frame)
+            values = await stage.play(sess, shown, work, ctx.measure, frame, log)
         finally:
-            ctx.store_run(shown.recs)
+            ctx.close_log(log)
         record_history(sess, shown.recs)
         return values
 

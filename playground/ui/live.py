@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import time
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -76,16 +76,30 @@ def submit(measure: MeasureLoop, work: Coroutine[Any, Any, Any]) -> LiveRun:
     return LiveRun(measure.submit(work))
 
 
-async def until_done(run: LiveRun, recs: Sequence[Recording]) -> None:
+async def until_done(run: LiveRun, recs: Sequence[Recording],
+                     on_final: Callable[[Recording], None] | None = None) -> None:
     """Wait for the run (Stop ends it early). If this waiter is cancelled (browser gone), the
     run is cancelled. Either way, return only once every recording is final (bounded by the
-    runner's own cleanup)."""
+    runner's own cleanup). `on_final` gets each recording once, as soon as it is final (the
+    run file: what finished is on disk even if the app is killed a moment later)."""
+    done: set[int] = set()
+
+    def flush() -> None:
+        for i, rec in enumerate(recs):
+            if on_final is not None and i not in done and rec.finished:
+                done.add(i)
+                on_final(rec)
+
     try:
-        await asyncio.wait({asyncio.wrap_future(run.future)})
+        waiting = asyncio.wrap_future(run.future)
+        while not waiting.done():
+            flush()
+            await asyncio.wait({waiting}, timeout=0.2)
     finally:
         run.stop()
         while not all(r.finished for r in recs):
             await asyncio.sleep(0.01)
+        flush()
 
 
 @dataclass

@@ -89,7 +89,8 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
                     "recording* below). Set PLAYGROUND_BASE_URL to a server to run live.",
                     model: gr.update(choices=[], value=None)}
         try:
-            info = await aserver_info(url, key or ctx.settings.api_key_value())
+            url, key = ctx.connection(url, key)
+            info = await aserver_info(url, key)
         except PlaygroundError as e:
             return {server_status: f"❌ {e}", model: gr.update(choices=[], value=None)}
         names = [m.id for m in info.models]
@@ -124,11 +125,12 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
             return [gr.skip()] * len(stage.live_outputs())
         frame = stage.frame(tok)
         n = int(n_cols)
-        url, key = str(url).strip(), key or ctx.settings.api_key_value()
         text = text or ""
-        shown = Shown("run", url=url, cold=ctx.warm.warming)
+        shown = Shown("run", url=str(url), cold=ctx.warm.warming)
         sess.shown = shown
         try:  # the page cleared the columns at the click (FOLLOW_JS); nothing to send yet
+            url, key = ctx.connection(url, key)
+            shown.url = url
             check_prompt(text)
         except ValidationFailed as e:
             gr.Warning(str(e))
@@ -163,10 +165,11 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         shown.floor_ms = await asyncio.to_thread(ctx.floor_ms, url, key)
         work = run_to_end(ctx.pool(key), shown.recs, mode=mode_,
                           timeout_s=ctx.settings.timeout_s)
+        log = ctx.run_log(shown.recs)
         try:
-            values = await stage.play(sess, shown, work, ctx.measure, frame)
+            values = await stage.play(sess, shown, work, ctx.measure, frame, log)
         finally:  # also on Stop: finished and partial (marked cancelled) results are kept
-            ctx.store_run(shown.recs)
+            ctx.close_log(log)
         record_history(sess, shown.recs)
         return values
 

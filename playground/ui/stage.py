@@ -90,9 +90,10 @@ class Stage:
         return f
 
     async def play(self, sess: Session, shown: Shown, work: Coroutine[Any, Any, Any],
-                   measure: Any, frame: LiveFrame) -> list[str]:
+                   measure: Any, frame: LiveFrame, log: Any = None) -> list[str]:
         """Run `work` (it fills shown.recs) on the measuring loop while the live feed streams
-        it; return the columns' final values."""
+        it; return the columns' final values. `log` (a context.RunLog) stores each recording
+        as soon as it is final, and can stop the run at the app's shutdown."""
         sess.shown = shown
         feed = frame.feed
         if self.running >= self.limit:
@@ -112,9 +113,11 @@ class Stage:
         if feed is not None:
             feed.on_close = run.stop  # the tab closed mid-run: vLLM aborts its requests
         sess.active = run
+        if log is not None:
+            log.stop = run.stop
         self.running += 1
         try:
-            await until_done(run, shown.recs)
+            await until_done(run, shown.recs, log.store if log is not None else None)
         finally:
             self.running -= 1
             if feed is not None:

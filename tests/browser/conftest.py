@@ -38,6 +38,7 @@ def app_url(vllm_server: str, tmp_path_factory: pytest.TempPathFactory,
     runs = app_runs
     env = {**os.environ, "PLAYGROUND_BASE_URL": vllm_server, "GRADIO_SERVER_PORT": str(port),
            "PLAYGROUND_RUNS_DIR": str(runs), "GRADIO_ANALYTICS_ENABLED": "False",
+           "PLAYGROUND_READ_TIMEOUT_S": "20",  # the stall test waits this long
            "PLAYGROUND_USER_PRESETS_DIR": str(tmp_path_factory.mktemp("user_presets"))}
     log = (REPO_ROOT / ".cache" / "logs")
     log.mkdir(parents=True, exist_ok=True)

@@ -63,12 +63,27 @@ def test_too_long_request_is_not_sent_from_the_ui(page: Page,
     observed(page.locator("#error-0").inner_text())
 
 
-@pytest.mark.reliability(case="API key typed into the UI", where="nowhere after entry: not in "
-                         "the page, code snippets, run history or the app's log", order=51)
-def test_api_key_typed_in_the_ui_is_never_shown(page: Page, vllm_server: str, app_runs: Path,
+@pytest.fixture(scope="module")
+def keyed(vllm_server: str) -> Iterator[FaultProxy]:
+    """A proxy that answers only with `Authorization: Bearer KEY` (path `auth`)."""
+    p = FaultProxy(vllm_server, api_key=KEY).start()
+    yield p
+    p.stop()
+
+
+def bearers(p: FaultProxy, fault: str) -> list[str]:
+    """The Authorization header of every chat request the proxy saw on path `fault`."""
+    return [s["headers"].get("Authorization", "") for s in p.seen
+            if s["fault"] == fault and s["path"].endswith("chat/completions")]
+
+
+@pytest.mark.reliability(case="API key typed into the UI", where="the server only (a proxy "
+                         "sees `Bearer <key>` on every request); nowhere else: not in the page, "
+                         "code snippets, run history or the app's log", order=51)
+def test_api_key_typed_in_the_ui_is_never_shown(page: Page, keyed: FaultProxy, app_runs: Path,
                                                 app_log: Path,
                                                 observed: Callable[[str], None]) -> None:
-    connect(page, vllm_server, KEY)
+    connect(page, keyed.url("auth"), KEY)  # the proxy answers only with the key
     pick(page, "preset 1", "fixed-64-stream")
     pick(page, "preset 2", "fixed-64-nonstream")
     page.get_by_role("button", name="Run", exact=True).click()
@@ -81,6 +96,98 @@ def test_api_key_typed_in_the_ui_is_never_shown(page: Page, vllm_server: str, ap
             .map(e => e.value).join(' ')""")
     files = [p for p in app_runs.rglob("*") if p.is_file()]
     leaks = [str(p) for p in (*files, app_log) if KEY in p.read_text("utf-8", "replace")]
-    observed(f"page text, {len(files)} run files and the app log grepped: key found in "
-             f"{len(leaks) + (KEY in shown)} places")
+    sent = bearers(keyed, "auth")
+    observed(f"the server got `Bearer <key>` on {sent.count(f'Bearer {KEY}')} of {len(sent)} "
+             f"chat requests; page text, {len(files)} run files and the app log grepped: key "
+             f"found in {len(leaks) + (KEY in shown)} places")
+    assert len(sent) >= 2 and all(b == f"Bearer {KEY}" for b in sent)  # it did arrive
     assert files and KEY not in shown and leaks == []
+
+
+OPERATOR_KEY = "sk-operator-SECRET-0c3d"
+VISITOR_KEY = "sk-visitor-SECRET-9e21"
+
+
+@pytest.mark.reliability(case="a visitor points a shared UI at another server", where="that "
+                         "server receives no key (the operator's key goes to the operator's "
+                         "base URL only); a visitor's typed key stays in that visitor's page",
+                         order=54)
+def test_keys_stay_bound_to_their_server(browser, vllm_server: str, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                         observed: Callable[[str], None]) -> None:
+    from tests.apphelp import app
+
+    p = FaultProxy(vllm_server).start()  # logs every header; passes everything through
+    env = {"PLAYGROUND_BASE_URL": p.url("ok-operator"), "PLAYGROUND_API_KEY": OPERATOR_KEY,
+           "PLAYGROUND_WARMUP": "off", "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs"),
+           "PLAYGROUND_USER_PRESETS_DIR": str(tmp_path / "up")}
+    try:
+        with app(env_extra=env, log=tmp_path / "app.log") as (url, _):
+            def visit(base: str, key: str = "") -> None:
+                ctx = browser.new_context(viewport={"width": 1500, "height": 1600})
+                page = ctx.new_page()
+                page.goto(url)
+                page.wait_for_selector("text=Variant 1", timeout=60_000)
+                connect(page, base, key)
+                pick(page, "preset 1", "fixed-64-stream")
+                pick(page, "preset 2", "fixed-64-nonstream")
+                page.get_by_role("button", name="Run", exact=True).click()
+                expect(page.locator("#metrics-1")).to_contain_text("E2E", timeout=LONG)
+                ctx.close()
+
+            visit(p.url("ok-operator"))  # the operator's server: the operator's key
+            visit(p.url("ok-elsewhere"))  # a visitor's server, no key typed
+            visit(p.url("ok-mine"), VISITOR_KEY)  # a visitor with a key of their own
+            visit(p.url("ok-mine"))  # another visitor, same server, no key
+    finally:
+        p.stop()
+    op, elsewhere = bearers(p, "ok-operator"), bearers(p, "ok-elsewhere")
+    mine = bearers(p, "ok-mine")
+    every = [s["headers"].get("Authorization", "") for s in p.seen]
+    observed(f"operator's URL: {len(op)} requests with its key; another URL: "
+             f"{sum(OPERATOR_KEY in b for b in elsewhere + mine)} with the operator's key; the "
+             f"visitor's key in {sum(VISITOR_KEY in b for b in mine[2:])} of the next "
+             "visitor's requests")
+    assert len(op) == 2 and all(b == f"Bearer {OPERATOR_KEY}" for b in op)
+    assert all(OPERATOR_KEY not in b for s in p.seen if s["fault"] != "ok-operator"
+               for b in [s["headers"].get("Authorization", "")])  # /models, /tokenize too
+    assert len(mine) == 4 and all(b == f"Bearer {VISITOR_KEY}" for b in mine[:2])
+    assert all(VISITOR_KEY not in b for b in mine[2:]) and len(elsewhere) == 2
+    assert every  # the proxy saw the requests it judged
+
+
+UI_FAULTS = {  # fault -> what the faulty column must say
+    "stall": "the stream stalled",
+    "malformed": "not JSON",
+    "error-event": "the engine failed while generating",
+    "500": "HTTP 500",
+}
+
+
+UI_COLUMN = ("the variant's UI column: the error under it, partial answer kept; the other "
+             "column finishes")
+UI_ROWS = {"stall": ("stream stalls (read timeout fires), in the UI", 11),
+           "malformed": ("malformed SSE inside an HTTP 200 stream, in the UI", 12),
+           "error-event": ("error event inside an HTTP 200 stream, in the UI", 13),
+           "500": ("500 from the engine, in the UI", 14)}
+
+
+@pytest.mark.parametrize("fault", [pytest.param(f, marks=pytest.mark.reliability(
+    case=case, where=UI_COLUMN, order=order)) for f, (case, order) in UI_ROWS.items()])
+def test_stream_fault_in_its_ui_column(page: Page, proxy: FaultProxy, fault: str,
+                                       observed: Callable[[str], None]) -> None:
+    """The streaming column meets the fault; the non-streaming column beside it (the proxy
+    leaves non-streaming requests alone) finishes; the page stays usable."""
+    connect(page, proxy.url(fault))
+    pick(page, "preset 1", "fixed-64-stream")
+    pick(page, "preset 2", "fixed-64-nonstream")
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.locator("#error-0")).to_contain_text(UI_FAULTS[fault], timeout=LONG)
+    expect(page.locator("#metrics-1")).to_contain_text("E2E", timeout=LONG)
+    expect(page.locator("#error-1")).to_have_text("")
+    if fault != "500":  # the three events before the fault are kept
+        expect(page.locator("#answer-0 textarea")).not_to_have_value("")
+        expect(page.locator("#error-0")).to_contain_text("Partial output above was kept")
+    observed(page.locator("#error-0").inner_text())
+    page.get_by_role("button", name="Run", exact=True).click()  # usable: it runs again
+    expect(page.locator("#metrics-1")).to_contain_text("E2E", timeout=LONG)
+

@@ -92,8 +92,9 @@ def test_failed_requests_give_a_nonzero_exit_with_a_count(vllm_server: str,
     assert "2 timed request(s) failed" in out.stderr
 
 
-@pytest.mark.reliability(case="the app killed (SIGKILL) during a benchmark", where="the run's "
-                         "JSONL: every line readable, every finished request in it", order=42)
+@pytest.mark.reliability(case="the bench CLI killed (SIGKILL) during a benchmark",
+                         where="the run's JSONL: every line readable, every finished request "
+                         "in it", order=41)
 def test_killed_benchmark_leaves_a_readable_jsonl(vllm_server: str, tmp_path: Path,
                                                   observed) -> None:
     (tmp_path / "long.yaml").write_text(

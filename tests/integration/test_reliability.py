@@ -28,7 +28,7 @@ from tests.faultproxy import FaultProxy, serving
 
 pytestmark = pytest.mark.server
 R = pytest.mark.reliability
-COLUMN = "the variant's column (CLI row, UI column); other columns finish"
+COLUMN = "the variant's row of the CLI's table; the other variants finish"
 STDERR = "CLI stderr, exit code 2, nothing sent"
 SECRET = "sk-test-SECRET-4f1a9c"
 

@@ -117,8 +117,9 @@ async def test_sequential_mode_runs_one_after_another(settings: Settings) -> Non
     assert b.raw.t_send >= a.raw.t_last
 
 
-@pytest.mark.reliability(case="Stop during a run", where="the column shows 'stopped', partial "
-                         "output kept; running requests on the server return to 0", order=40)
+@pytest.mark.reliability(case="Stop during a run (the runner under the CLI)", where="the "
+                         "result is status cancelled, partial output kept; running requests on the "
+                         "server return to 0", order=40)
 async def test_closing_the_run_aborts_the_request_on_the_server(settings: Settings,
                                                                 observed) -> None:
     v = fixed("long", stream=True, max_tokens=1500)

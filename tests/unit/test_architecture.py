@@ -30,6 +30,8 @@ def modules() -> dict[str, Path]:
 
 
 def room(module: str) -> str:
+    if module == "playground.__main__":  # `python -m playground`: the CLI's entry point
+        return "cli"
     parts = module.split(".")
     return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in ROOMS) else "base"
 

@@ -1,0 +1,7 @@
+"""`python -m playground` is the `playground` command."""
+
+import sys
+
+from playground.cli.main import main
+
+sys.exit(main())

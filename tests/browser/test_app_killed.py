@@ -1,0 +1,119 @@
+"""The app itself killed (SIGKILL) or stopped (SIGTERM) while a Playground run or a benchmark is
+in flight: the run files stay readable, what was measured stays measured, and nothing the app
+started keeps running (its own processes, and the requests on the real test server)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from playground.server.prom import running_requests as running
+from tests.apphelp import app
+from tests.browser.test_playground_ui import LONG, pick
+from tests.procs import alive, descendants, wait_for
+
+pytestmark = [pytest.mark.browser, pytest.mark.server]
+
+
+def open_page(browser, url: str) -> Page:  # type: ignore[no-untyped-def]
+    page = browser.new_context(viewport={"width": 1500, "height": 1600}).new_page()
+    page.goto(url)
+    page.wait_for_selector("text=Variant 1", timeout=60_000)
+    return page
+
+
+def lines(folder: Path) -> list[dict]:
+    """Every line of every run file under `folder` (json.loads fails on a torn line)."""
+    return [json.loads(line) for f in sorted(folder.glob("*.jsonl"))
+            for line in f.read_text("utf-8").splitlines()]
+
+
+def quiet(base_url: str) -> None:
+    assert wait_for(lambda: running(base_url) == 0, timeout=120, step=0.2)
+
+
+@pytest.mark.parametrize("sig", [
+    pytest.param(signal.SIGKILL, marks=pytest.mark.reliability(
+        case="the app killed (SIGKILL) during a Playground run, in the browser", where="the "
+        "run file (runs/playground): readable, the finished column's request in it; no "
+        "process of the app left; the server's running requests back to 0", order=43)),
+    pytest.param(signal.SIGTERM, marks=pytest.mark.reliability(
+        case="the app stopped (SIGTERM) during a Playground run, in the browser", where="the "
+        "run file keeps both columns: the finished one, and the one in flight as cancelled "
+        "with its partial text; nothing left running", order=44)),
+])
+def test_app_killed_during_a_playground_run(browser, vllm_server: str, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                            sig: signal.Signals,
+                                            observed: Callable[[str], None]) -> None:
+    quiet(vllm_server)
+    runs = tmp_path / "runs"
+    env = {"PLAYGROUND_BASE_URL": vllm_server, "PLAYGROUND_WARMUP": "off",
+           "PLAYGROUND_RUNS_DIR": str(runs), "PLAYGROUND_USER_PRESETS_DIR": str(tmp_path / "u")}
+    with app(env_extra=env, log=tmp_path / "app.log") as (url, proc):
+        page = open_page(browser, url)
+        pick(page, "preset 1", "fixed-64-stream")
+        pick(page, "preset 2", "fixed-64-stream")
+        box = page.get_by_label("max_tokens", exact=True).nth(1)
+        box.fill("1900")  # column 2 cannot finish in the window
+        box.press("Tab")
+        page.get_by_role("button", name="Run", exact=True).click()
+        expect(page.locator("#answer-1 textarea")).not_to_have_value("", timeout=LONG)
+        # column 1 (64 tokens) is final when its request is in the run file
+        assert wait_for(lambda: len(lines(runs / "playground")) >= 1 if
+                        (runs / "playground").exists() else False, timeout=120)
+        kids = descendants(proc.pid)
+        os.kill(proc.pid, sig)
+        proc.wait(timeout=60)
+    rows = lines(runs / "playground")
+    left = wait_for(lambda: not alive(kids), timeout=30)
+    quiet(vllm_server)
+    got = [(r["status"], r["metrics"]["completion_tokens"], len(r["content"])) for r in rows]
+    observed(f"{sig.name}: run file rows (status, tokens, chars) {got}; app processes left: "
+             f"{len(alive(kids))}; running on the server: {running(vllm_server):.0f}")
+    assert left
+    assert ("done", 64) in [(s, n) for s, n, _ in got]
+    if sig == signal.SIGTERM:  # the one in flight is kept too, as cancelled
+        assert len(got) == 2 and any(s == "cancelled" and c > 0 for s, _, c in got)
+    else:
+        assert len(got) in (1, 2)
+
+
+@pytest.mark.reliability(case="the app killed (SIGKILL) during a benchmark, in the browser",
+                         where="the benchmark's run file: every line readable, every finished "
+                         "request in it; no process of the app left; the server's running "
+                         "requests back to 0", order=42)
+def test_app_killed_during_a_benchmark(browser, vllm_server: str, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                       observed: Callable[[str], None]) -> None:
+    quiet(vllm_server)
+    runs = tmp_path / "runs"
+    env = {"PLAYGROUND_BASE_URL": vllm_server, "PLAYGROUND_WARMUP": "off",
+           "PLAYGROUND_RUNS_DIR": str(runs), "PLAYGROUND_USER_PRESETS_DIR": str(tmp_path / "u")}
+    with app(env_extra=env, log=tmp_path / "app.log") as (url, proc):
+        page = open_page(browser, url)
+        page.get_by_role("tab", name="Benchmark").click()
+        pick(page, "experiment (presets/experiments)", "stream-vs-nonstream-fixed")
+        page.get_by_label("examples (empty = experiment's)").fill("10")
+        page.get_by_label("repetitions (empty = experiment's)").fill("20")
+        page.get_by_role("button", name="Run benchmark", exact=True).click()
+        bench = runs / "bench"
+        assert wait_for(lambda: bench.exists() and sum(
+            r.get("kind") == "request" for r in lines(bench)) >= 4, timeout=300, step=0.2)
+        kids = descendants(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    text = [line for f in bench.glob("*.jsonl") for line in f.read_text().splitlines()]
+    rows = [json.loads(line) for line in text]  # every line is complete JSON
+    done = [r for r in rows if r.get("kind") == "request"]
+    left = wait_for(lambda: not alive(kids), timeout=30)
+    quiet(vllm_server)
+    observed(f"{len(text)} lines, all valid JSON; {len(done)} finished requests kept (of 400 "
+             f"planned); app processes left: {len(alive(kids))}; running on the server: "
+             f"{running(vllm_server):.0f}")
+    assert left and 4 <= len(done) < 400
+    assert all(r["metrics"]["completion_tokens"] == 64 for r in done)
