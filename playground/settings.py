@@ -78,6 +78,9 @@ class Settings(BaseModel):
     # that the embedded default or `playground serve` started, "always" = also one reused,
     # "off" = never.
     warmup: Literal["auto", "always", "off"] = "auto"
+    # On a shared page each visitor's lists (replay recordings, past runs) show that visitor's
+    # own runs only; True (`playground ui --all-runs`, the operator's own machine) shows all.
+    list_all_runs: bool = False
 
     def server_python(self) -> str:
         import sys

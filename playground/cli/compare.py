@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from playground.cli.common import DEFAULT_PROMPT, settings_of
+from playground.cli.common import DEFAULT_PROMPT, out_file, settings_of
 from playground.core.compare import compare
 from playground.core.preflight import MAX_PROMPT_CHARS, check_prompt
 from playground.core.record import RequestRecord
@@ -111,7 +111,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_record(args: argparse.Namespace) -> int:
     env = {"note": args.note} if args.note else {}
     rec = from_history(read_run(Path(args.run)).requests, title=args.title, environment=env)
-    path = save(rec, Path(args.out))
+    path = save(rec, out_file(args.out))
     names = ", ".join(c.variant.get("name", "?") for c in rec.columns)
     print(f"recording ({len(rec.columns)} columns: {names}) written to {path}")
     return 0

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from playground.cli.common import DEFAULT_PROMPT, settings_of
+from playground.cli.common import DEFAULT_PROMPT, out_folder, settings_of
 from playground.cli.compare import cmd_demo, cmd_models, cmd_record, cmd_run
 from playground.cli.serve import cmd_demo_model, cmd_serve, cmd_ui
 from playground.errors import PlaygroundError
@@ -20,8 +20,8 @@ from playground.errors import PlaygroundError
 def cmd_bench(args: argparse.Namespace) -> int:
     from playground.cli.bench import run_bench
 
-    return run_bench(settings_of(args), Path(args.experiment), Path(args.out) if args.out
-                     else None, ttft_slo_ms=args.slo_ttft_ms, e2e_slo_ms=args.slo_e2e_ms,
+    return run_bench(settings_of(args), Path(args.experiment), out_folder(args.out),
+                     ttft_slo_ms=args.slo_ttft_ms, e2e_slo_ms=args.slo_e2e_ms,
                      background=args.background, background_engine=args.background_engine,
                      workers=args.workers)
 
@@ -29,14 +29,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from playground.cli.sweep import run_sweep
 
-    return run_sweep(settings_of(args), args.concurrency, Path(args.out), engine=args.engine,
+    return run_sweep(settings_of(args), args.concurrency, out_folder(args.out) or Path(args.out),
+                     engine=args.engine,
                      output_len=args.output_len, num_prompts=args.num_prompts)
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
     from playground.cli.claims import run_claims
 
-    return run_claims(settings_of(args), Path(args.out), only=args.only,
+    return run_claims(settings_of(args), out_folder(args.out) or Path(args.out), only=args.only,
                       with_servers=args.with_servers, api_checks=not args.no_api_checks,
                       examples=args.examples, repetitions=args.repetitions,
                       server_note=args.server_note or "")
@@ -102,8 +103,13 @@ def parser() -> argparse.ArgumentParser:
                    help="do not start a managed vLLM; connect from the UI instead")
     p.add_argument("--replay", action="store_true",
                    help="replay mode: no server; replay recorded comparisons")
-    p.add_argument("--auth", help="USER:PASSWORD protecting the UI (better: env "
-                   "PLAYGROUND_AUTH); never printed")
+    p.add_argument("--auth", help="USER:PASSWORD protecting the UI; never printed, but other "
+                   "users of this machine see it in `ps`: prefer --auth-file or PLAYGROUND_AUTH")
+    p.add_argument("--auth-file", help="a file holding USER:PASSWORD (several: comma- or "
+                   "line-separated) protecting the UI")
+    p.add_argument("--all-runs", action="store_true",
+                   help="list every visitor's runs and recordings in the UI (default on a "
+                   "shared page: each visitor sees their own)")
     p.set_defaults(func=cmd_ui)
 
     p = sub.add_parser("record", help="turn a playground run (runs/playground/*.jsonl) into "

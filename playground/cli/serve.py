@@ -86,8 +86,22 @@ def cmd_ui(args: argparse.Namespace) -> int:
     from playground.ui.app import launch
 
     settings = settings_of(args)
-    if args.auth:
+    if args.auth_file:
+        try:
+            text = Path(args.auth_file).read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValidationFailed("--auth-file", f"cannot read {args.auth_file}: {e}") from None
+        settings = settings.model_copy(update={"auth": SecretStr(
+            ",".join(line.strip() for line in text.replace(",", "\n").splitlines()
+                     if line.strip()))})
+    elif args.auth:
+        print("warning: --auth puts the password in this process's command line, which every "
+              "user of this machine can read (ps); prefer --auth-file FILE or PLAYGROUND_AUTH",
+              file=sys.stderr)
         settings = settings.model_copy(update={"auth": SecretStr(args.auth)})
+    if args.all_runs:
+        settings = settings.model_copy(update={"list_all_runs": True})
+    settings.auth_pairs()  # a malformed USER:PASSWORD is named before anything starts
     launch(settings, host=args.host, port=args.port, share=args.share,
            manage_server=not args.no_server, replay_only=True if args.replay else None)
     return 0

@@ -21,6 +21,7 @@ Guided JSON, thinking budgets and think_prefill cannot be expressed (the Variant
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,13 +184,14 @@ def code_snippet(req: ChatRequest, base_url: str, client: str) -> str:
 
 
 def curl_snippet(req: ChatRequest, base_url: str) -> str:
-    """The same request as a curl command; the key comes from $OPENAI_API_KEY."""
-    body = json.dumps(req.body(), ensure_ascii=False, indent=2).replace("'", "'\\''")
+    """The same request as a curl command; the key comes from $OPENAI_API_KEY. Every value is
+    shell-quoted: a URL or prompt holding `$(...)`, quotes or newlines is pasted as text."""
+    body = json.dumps(req.body(), ensure_ascii=False, indent=2)
     flag = " -N" if req.stream else ""
-    return (f"curl{flag} {base_url.rstrip('/')}/chat/completions \\\n"
+    return (f"curl{flag} {shlex.quote(base_url.rstrip('/') + '/chat/completions')} \\\n"
             "  -H 'Content-Type: application/json' \\\n"
             "  -H \"Authorization: Bearer ${OPENAI_API_KEY:-EMPTY}\" \\\n"
-            f"  -d '{body}'")
+            f"  -d {shlex.quote(body)}")
 
 
 def _py(value: Any) -> str:

@@ -19,7 +19,6 @@ offsets, into ordinary `Recording`s: the UI renders a replay exactly like a live
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
@@ -33,13 +32,17 @@ from playground.core.metrics import RawTimings, Usage
 from playground.core.record import RequestRecord
 from playground.core.request import ChatRequest
 from playground.core.runner import Recording
-from playground.errors import PresetError, StreamError
+from playground.errors import PlaygroundError, PresetError, StreamError
 from playground.lab.store import read_run
+from playground.specs.limits import check_tree, parse_json, read_text
 from playground.specs.presets import Variant, first_error
 
 FORMAT = "qwen-latency-lab/recording"
 VERSION = 1
-MAX_BYTES = 20 * 2**20  # a recording larger than this is refused (upload limit)
+MAX_BYTES = 4 * 2**20  # a recording larger than this is refused (Gradio's upload limit too)
+MAX_TOKENS = 20_000  # per column (a 2,048-token context fits 10 times)
+MAX_VALUES = 400_000  # JSON values in one recording
+MAX_REPLAY_S = 600.0  # the latest recorded time: a replay ends within 10 minutes at 1x
 
 
 class Column(BaseModel):
@@ -55,8 +58,8 @@ class Column(BaseModel):
     tokens: list[tuple[float, str, str]] = []
     content: str = ""
     reasoning: str = ""
-    usage: dict[str, Any] = {}
-    finish_reason: str | None = None
+    usage: dict[str, int | None] = {}
+    finish_reason: str | None = Field(default=None, max_length=40)
     http_status: int | None = None
     server_metrics: dict[str, float] | None = None
     error: dict[str, Any] | None = None
@@ -68,10 +71,10 @@ class RecordingFile(BaseModel):
 
     format: Literal["qwen-latency-lab/recording"] = FORMAT
     version: Literal[1] = VERSION
-    title: str = "recorded comparison"
-    created: str = ""
+    title: str = Field(default="recorded comparison", max_length=300)
+    created: str = Field(default="", max_length=60)
     environment: dict[str, Any] = {}
-    prompt: str = ""
+    prompt: str = Field(default="", max_length=200_000)
     columns: list[Column] = Field(min_length=1, max_length=8)
 
 
@@ -109,30 +112,56 @@ def from_history(records: Sequence[RequestRecord], *, title: str = "recorded com
 
 
 def load(path: Path) -> RecordingFile:
-    """A recording JSON, or a playground run history JSONL (converted)."""
-    try:
-        if path.stat().st_size > MAX_BYTES:
-            raise PresetError("(file)", f"is larger than {MAX_BYTES // 2**20} MiB",
-                              source=str(path))
-        text = path.read_text("utf-8")
-    except OSError as e:
-        raise PresetError("(file)", f"cannot read: {e.strerror}", source=str(path)) from None
+    """A recording JSON, or a playground run history JSONL (converted), checked before use:
+    size, encoding, nesting and value count (specs/limits), then every field -- times within
+    MAX_REPLAY_S, at most MAX_TOKENS per column, each column's variant a valid variant, the
+    environment's numbers numbers. Anything else is a PresetError naming file and field."""
+    source = str(path)
+    text = read_text(path, MAX_BYTES)
     if path.suffix == ".jsonl":
-        return from_history(read_run(path).requests, title=path.stem)
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise PresetError("(file)", f"not valid JSON: {e}", source=str(path)) from None
+        return validated(from_history(read_run(path).requests, title=path.stem), source)
+    data = parse_json(text, source)
+    check_tree(data, source, max_values=MAX_VALUES)
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise PresetError("format", f"expected {FORMAT!r} (a qwen-latency-lab recording)",
-                          source=str(path))
+                          source=source)
     if data.get("version") != VERSION:
-        raise PresetError("version", f"{data.get('version')!r} is not supported; this "
-                          f"version reads version {VERSION}", source=str(path))
+        raise PresetError("version", f"{str(data.get('version'))[:40]!r} is not supported; "
+                          f"this version reads version {VERSION}", source=source)
     try:
-        return RecordingFile.model_validate(data)
+        rec = RecordingFile.model_validate(data)
     except ValidationError as e:
-        raise PresetError(*first_error(e), source=str(path)) from None
+        raise PresetError(*first_error(e), source=source) from None
+    return validated(rec, source)
+
+
+def validated(rec: RecordingFile, source: str) -> RecordingFile:
+    """The checks a schema alone does not make (see `load`)."""
+    for i, col in enumerate(rec.columns):
+        where = f"columns.{i}"
+        if len(col.tokens) > MAX_TOKENS:
+            raise PresetError(f"{where}.tokens", f"{len(col.tokens):,} tokens; a column holds "
+                              f"at most {MAX_TOKENS:,}", source=source)
+        times = [("t_send", col.t_send), ("t_headers", col.t_headers),
+                 ("t_first_chunk", col.t_first_chunk), ("t_last", col.t_last),
+                 *((f"tokens.{k}", t) for k, (t, _, _) in enumerate(col.tokens))]
+        for name, t in times:
+            if t is not None and not (0.0 <= t <= MAX_REPLAY_S):  # (NaN fails too)
+                raise PresetError(f"{where}.{name}", f"{t!r} s is outside 0-{MAX_REPLAY_S:g} "
+                                  "s: a replay lasts at most 10 minutes", source=source)
+        try:
+            Variant.model_validate(col.variant)
+        except ValidationError as e:
+            field, reason = first_error(e)
+            raise PresetError(f"{where}.variant.{field}", reason, source=source) from None
+        except PlaygroundError as e:
+            raise PresetError(f"{where}.variant", str(e), source=source) from None
+    floor = rec.environment.get("floor_ms")
+    if floor is not None and (isinstance(floor, bool) or not isinstance(floor, int | float)
+                              or not 0 <= floor < 1e6):
+        raise PresetError("environment.floor_ms", f"{str(floor)[:40]!r} is not a number of "
+                          "milliseconds (or null)", source=source)
+    return rec
 
 
 def save(rec: RecordingFile, path: Path) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -140,7 +141,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, object | None]]:
                 continue
             try:
                 yield n, json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # (a line nested too deep: unreadable too)
                 yield n, None
 
 
@@ -152,6 +153,9 @@ def read_run(path: Path) -> Run:
             continue
         run.add(parse_line(data, where=f"{path} line {n}"))
     return run
+
+
+OWNER_RE = re.compile(r"[0-9a-f]{12}")  # a visitor's tag: 12 hex digits of a hash
 
 
 class RunFile:
@@ -170,11 +174,18 @@ class RunStore:
     def __init__(self, runs_dir: Path) -> None:
         self.runs_dir = runs_dir
 
-    def new_run(self, kind: str) -> RunFile:
+    def new_run(self, kind: str, owner: str = "") -> RunFile:
+        """A new run file; `owner` (a visitor's tag on a shared page, OWNER_RE) ends its name,
+        so that visitor's lists can show their own runs only."""
         stamp = time.strftime("%Y%m%d-%H%M%S")
         folder = self.runs_dir / kind
         folder.mkdir(parents=True, exist_ok=True)
-        return RunFile(folder / f"{stamp}-{uuid.uuid4().hex[:6]}.jsonl")
+        tail = f"-{owner}" if owner and OWNER_RE.fullmatch(owner) else ""
+        return RunFile(folder / f"{stamp}-{uuid.uuid4().hex[:6]}{tail}.jsonl")
 
-    def list_runs(self, kind: str) -> list[Path]:
-        return sorted((self.runs_dir / kind).glob("*.jsonl"), reverse=True)
+    def list_runs(self, kind: str, owner: str | None = None) -> list[Path]:
+        """Newest first; all of them (the operator: CLI, `--all-runs`), or one owner's."""
+        pattern = "*.jsonl" if owner is None else f"*-{owner}.jsonl"
+        if owner is not None and not OWNER_RE.fullmatch(owner):
+            return []
+        return sorted((self.runs_dir / kind).glob(pattern), reverse=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playground.outputs.fmt import DEMO_NOTICE
+from playground.outputs.fmt import DEMO_NOTICE, md_text
 from playground.outputs.report_figures import primary_check
 
 BOARD_HEADERS = ["claim", "article", "article's number", "ours (median, 95% CI)", "verdict",
@@ -105,25 +105,28 @@ METHOD = ("Each claim is an experiment: the article's 'before' and 'after' varia
 
 
 def markdown(board: dict[str, Any]) -> str:
+    """The board as a Markdown report; every value from the board (claim files, the server's
+    answers, error text) is written as text (fmt.md_text), never as markup."""
+    t = md_text
     out = ["# Claims board -- qwen-latency-lab", ""]
-    out += [f"- {line}" for line in env_lines(board)]
+    out += [f"- {t(line)}" for line in env_lines(board)]
     out += ["", "| " + " | ".join(BOARD_HEADERS) + " |",
             "|" + "---|" * len(BOARD_HEADERS)]
     for row in board_rows(board):
-        out.append("| " + " | ".join(cell.replace("|", "/") for cell in row) + " |")
+        out.append("| " + " | ".join(t(" ".join(cell.split())) for cell in row) + " |")
     if board["api_checks"]:
         out += ["", "## API statements, tried on the live server", "",
                 "| statement (article) | outcome | evidence | what works |", "|---|---|---|---|"]
         for a in board["api_checks"]:
-            out.append(f"| {a['statement']} ({a['article']}) | {a['outcome']} | "
-                       f"{a['evidence'].replace('|', '/')} | {a['instead']} |")
+            out.append(f"| {t(a['statement'])} ({t(a['article'])}) | {t(a['outcome'])} | "
+                       f"{t(' '.join(a['evidence'].split()))} | {t(a['instead'])} |")
     out += ["", "## Method", "", METHOD, ""]
     for c in board["claims"]:
         if c["status"] == "done":
-            out += [f"### {c['title']}", "", f"> {c['quote']} ({c['article']})", "",
-                    f"- ran on: {ran_on(c)}",
-                    *[f"- {x['verdict']}: {x['text']}" for x in c["checks"]],
-                    *([f"- {c['explanation']}"] if c.get("explanation") else []),
+            out += [f"### {t(c['title'])}", "", f"> {t(c['quote'])} ({t(c['article'])})", "",
+                    f"- ran on: {t(ran_on(c))}",
+                    *[f"- {t(x['verdict'])}: {t(x['text'])}" for x in c["checks"]],
+                    *([f"- {t(c['explanation'])}"] if c.get("explanation") else []),
                     f"- {c['n_requests']} timed requests, {c['n_failed']} failed, "
-                    f"{c['wall_s']:.0f} s", "", c["note"], ""]
+                    f"{c['wall_s']:.0f} s", "", t(c["note"]), ""]
     return "\n".join(out)

@@ -3,6 +3,9 @@ demo-model notice, in one wording everywhere (UI, CLI, reports)."""
 
 from __future__ import annotations
 
+import html
+import re
+
 from playground.server.demo_model import is_demo_dir
 from playground.server.http import ServerInfo
 
@@ -24,6 +27,20 @@ VERDICT_COLORS = {"confirmed": "#2e7d32", "refuted": "#c62828",
                   "no detectable difference": "#6d6d6d", "not measurable": "#9e9e9e",
                   "too few samples": "#9e9e9e", "not measurable on the demo model": "#9e9e9e",
                   "reported": "#1565c0", "not run": "#9e9e9e"}
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#])")  # links/images need [ ]; < > & are HTML-escaped
+
+
+def md_text(text: object, limit: int | None = None) -> str:
+    """Untrusted text (model output, server messages, names and values from a recording or a
+    preset file) for a Markdown component or report: it reads as the same text and never acts
+    as markup -- no HTML (escaped), no link or image (no [ ]), no emphasis, code or table cell
+    (those characters backslash-escaped). `limit` cuts it first (with an ellipsis)."""
+    s = str(text)
+    if limit is not None and len(s) > limit:
+        s = s[:limit] + "…"
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(s, quote=False))
 
 
 def ms(value: float | None, missing: str = "n/a") -> str:

@@ -16,6 +16,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from playground.errors import PresetError, ValidationFailed
+from playground.specs.limits import (
+    MAX_DEPTH,
+    MAX_SPEC_BYTES,
+    MAX_SPEC_VALUES,
+    check_tree,
+    read_text,
+)
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_SCHEMA_BYTES = 32_000
@@ -201,15 +208,21 @@ def variant_from_dict(data: object, presets_dir: Path, *, source: str = "variant
 
 
 def load_yaml(path: Path) -> object:
+    """A preset / experiment / ladder / server YAML, within specs/limits' size, depth and
+    value-count limits (an alias bomb or a deep nesting is a named error)."""
+    text = read_text(path, MAX_SPEC_BYTES)
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise PresetError("(file)", f"cannot read: {e.strerror}", source=str(path)) from None
+        data = yaml.safe_load(text)
+    except RecursionError:
+        raise PresetError("(file)", f"nests deeper than {MAX_DEPTH} levels",
+                          source=str(path)) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "(file)"
         raise PresetError(where, f"not valid YAML: {getattr(e, 'problem', e)}",
                           source=str(path)) from None
+    check_tree(data, str(path), max_values=MAX_SPEC_VALUES)
+    return data
 
 
 class PresetLibrary:
@@ -256,8 +269,9 @@ class PresetLibrary:
     def schema_names(self) -> list[str]:
         return sorted(p.stem for p in (self.presets_dir / "schemas").glob("*.json"))
 
-    def save_user_variant(self, variant: Variant) -> Path:
-        """Write a user preset; refuses to shadow a shipped one."""
+    def save_user_variant(self, variant: Variant, *, overwrite: bool = False) -> Path:
+        """Write a user preset; refuses to shadow a shipped one, and to replace a saved one
+        unless `overwrite` (the UI allows it for a name the same visitor saved)."""
         if self.user_dir is None:
             raise ValidationFailed("preset", "no user presets folder is configured")
         if (self.presets_dir / "variants" / f"{variant.name}.yaml").exists():
@@ -266,6 +280,9 @@ class PresetLibrary:
         folder = self.user_dir / "variants"
         folder.mkdir(parents=True, exist_ok=True)
         path = _safe_target(folder, variant.name)
+        if path.exists() and not overwrite:
+            raise ValidationFailed("name", f"a saved preset {variant.name!r} already exists "
+                                   "(saved by someone else, or earlier) -- pick another name")
         data = variant.model_dump(mode="json", by_alias=True, exclude_defaults=True)
         data["name"] = variant.name
         path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), "utf-8")

@@ -20,6 +20,7 @@ from playground.settings import Settings
 from playground.ui.blocks import CSS, build_ui
 from playground.ui.context import UIContext
 from playground.ui.live_feed import HEAD_JS
+from playground.ui.login import SlowLogin
 
 SHARE_HOST = "api.gradio.app:443"
 REPLAY_BANNER = ("Replay mode: no vLLM server is configured, so this app replays recorded "
@@ -91,7 +92,8 @@ def launch(settings: Settings, *, host: str = "127.0.0.1", port: int = 7860,
     try:
         # uploads over the recording limit are refused by Gradio before they reach the disk
         demo.launch(server_name=host, server_port=port, share=share, css=CSS,
-                    auth=auth or None, footer_links=["api", "gradio"], max_file_size=MAX_BYTES,
+                    auth=SlowLogin(auth).check if auth else None, footer_links=["api", "gradio"],
+                    max_file_size=MAX_BYTES,
                     head=HEAD_JS, app_kwargs={"routes": [ctx.feeds.route()]})
     finally:
         ctx.shutdown()  # runs in flight: stopped, stored; then the servers we started

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from playground.lab import monitor
 from playground.lab.bench import run_experiment
 from playground.lab.store import Run, RunStore, read_run
 from playground.lab.summary import summarize_run, write_outputs
-from playground.outputs.fmt import DEMO_NOTICE
+from playground.outputs.fmt import DEMO_NOTICE, md_text
 from playground.outputs.monitor_svg import p95_chart
 from playground.outputs.report_figures import (
     accuracy_plot,
@@ -30,7 +31,7 @@ from playground.outputs.tables import (
     why_rows,
 )
 from playground.specs.experiments import load_experiment
-from playground.ui.context import UIContext
+from playground.ui.context import UIContext, owner_of, visitor_of
 from playground.ui.live import follow
 
 REFRESH_S = 1.0
@@ -49,8 +50,12 @@ def _experiments(ctx: UIContext) -> tuple[list[str], list[str]]:
     return good, bad
 
 
-def _runs(ctx: UIContext) -> list[str]:
-    return [str(p) for p in RunStore(ctx.settings.runs_dir).list_runs("bench")]
+def _runs(ctx: UIContext, owner: str) -> list[str]:
+    """This visitor's benchmark runs (everyone's with `--all-runs`)."""
+    listed = ctx.listed(owner)
+    if listed == "":
+        return []
+    return [str(p) for p in RunStore(ctx.settings.runs_dir).list_runs("bench", listed)]
 
 
 MONITOR_METRICS = {"E2E": "e2e_ms", "first visible character": "visible_wait_ms",
@@ -64,7 +69,8 @@ def _views(run: Run, wait: str = "visible_wait_ms", ttft_slo: float | None = Non
            e2e_slo: float | None = None) -> tuple[Any, ...]:
     summary = summarize_run(run, ttft_slo_ms=ttft_slo or None, e2e_slo_ms=e2e_slo or None)
     timed = run.timed
-    verdicts = "\n".join(f"- {c['verdict']}" for c in summary["comparisons"]) or "_no data_"
+    verdicts = "\n".join(f"- {md_text(c['verdict'])}" for c in summary["comparisons"]) \
+        or "_no data_"
     if run.meta.demo_model:
         verdicts += f"\n\n⚠️ {DEMO_NOTICE}"
     bg = run.background
@@ -92,7 +98,7 @@ def build(ctx: UIContext) -> None:
         stop_btn = gr.Button("Stop", variant="stop")
     if bad:
         gr.Markdown("⚠️ Skipped bad experiment files (the others are listed):\n"
-                    + "\n".join(f"- {e}" for e in bad), elem_id="bad-experiments")
+                    + "\n".join(f"- {md_text(e)}" for e in bad), elem_id="bad-experiments")
     with gr.Row():
         ttft_slo = gr.Slider(0, 10_000, 1000, step=50, label="SLO: first visible character "
                              "<= ms (0 = none)", elem_id="slo-ttft")
@@ -118,8 +124,10 @@ def build(ctx: UIContext) -> None:
                     elem_id="bench-files")
     with gr.Accordion("Past runs", open=False):
         with gr.Row():
-            run_a = gr.Dropdown(_runs(ctx), label="run A", allow_custom_value=False, scale=3)
-            run_b = gr.Dropdown(_runs(ctx), label="run B", allow_custom_value=False, scale=3)
+            run_a = gr.Dropdown(_runs(ctx, ""), label="run A", allow_custom_value=False,
+                                scale=3)
+            run_b = gr.Dropdown(_runs(ctx, ""), label="run B", allow_custom_value=False,
+                                scale=3)
             refresh = gr.Button("Refresh")
             show = gr.Button("Show / compare")
         past = gr.Markdown("")
@@ -137,10 +145,16 @@ def build(ctx: UIContext) -> None:
     view_outputs = [table, verdicts, wait_plot, e2e_plot, acc_plot, phase_plot, floor_plot,
                     why_table, grid_table]
 
+    benches: dict[str, int] = {}  # benchmarks in flight per visitor
+
     async def do_run(name: str, n_examples: float | None, n_reps: float | None,
                      n_background: float | None, wait_label: str, t_slo: float,
-                     e_slo: float):
+                     e_slo: float, request: gr.Request):
         wait = WAIT_METRICS.get(wait_label, "visible_wait_ms")
+        owner, who = owner_of(request), visitor_of(request)
+        if benches.get(who, 0) >= 1:  # a benchmark is heavy: one per visitor at a time
+            raise gr.Error("you already have a benchmark running (another tab or session): "
+                           "wait for it to end, or stop it")
         try:
             exp = load_experiment(ctx.settings.presets_dir / "experiments" / f"{name}.yaml",
                                   ctx.library)
@@ -149,12 +163,14 @@ def build(ctx: UIContext) -> None:
                                               ("background", n_background)) if v}
             exp = exp.model_validate({**exp.model_dump(by_alias=True), **update})
         except (PlaygroundError, ValueError) as e:
-            raise gr.Error(str(e)) from None
+            raise gr.Error(escape(str(e))) from None
         path: Path | None = None
         run = Run()  # the lines as they arrive: no re-reading of the run file
+        benches[who] = benches.get(who, 0) + 1
         try:
-            async for batch, _ in follow(ctx.measure, run_experiment(ctx.settings, exp),
-                                         REFRESH_S):
+            run_file = RunStore(ctx.settings.runs_dir).new_run("bench", owner)
+            async for batch, _ in follow(ctx.measure, run_experiment(
+                    ctx.settings, exp, run_file=run_file), REFRESH_S):
                 for ev in batch:
                     path = ev.path or path
                     if ev.meta is not None:
@@ -170,14 +186,17 @@ def build(ctx: UIContext) -> None:
                 yield dict(zip([progress, *view_outputs, current], [bar, *views, path],
                                strict=True))
         except PlaygroundError as e:
-            raise gr.Error(str(e)) from None
+            raise gr.Error(escape(str(e))) from None
+        finally:
+            benches[who] -= 1
         if path is not None:
             done_path = path  # the exports (statistics, plots, HTML) are CPU work: a worker
             out = await asyncio.to_thread(lambda: write_outputs(
                 read_run(done_path), done_path.with_suffix(""), ttft_slo_ms=t_slo or None,
                 e2e_slo_ms=e_slo or None))
             yield {progress: f"✅ done: {path}", files: [str(p) for p in out.values()],
-                   run_a: gr.update(choices=_runs(ctx)), run_b: gr.update(choices=_runs(ctx))}
+                   run_a: gr.update(choices=_runs(ctx, owner)),
+                   run_b: gr.update(choices=_runs(ctx, owner))}
 
     ev = run_btn.click(do_run, [experiment, examples, reps, background, wait_def, ttft_slo,
                                 e2e_slo],
@@ -192,15 +211,17 @@ def build(ctx: UIContext) -> None:
         try:
             run = read_run(Path(path))
         except PlaygroundError as e:
-            raise gr.Error(str(e)) from None
+            raise gr.Error(escape(str(e))) from None
         return list(_views(run, WAIT_METRICS.get(wait_label, "visible_wait_ms"), t_slo, e_slo))
 
     gr.on([ttft_slo.release, e2e_slo.release, wait_def.change], rerender,
           [current, wait_def, ttft_slo, e2e_slo], view_outputs, api_name=False,
           show_progress="hidden")
 
-    refresh.click(lambda: [gr.update(choices=_runs(ctx))] * 2, None, [run_a, run_b],
-                  api_name=False)
+    def do_refresh(request: gr.Request) -> list[Any]:
+        return [gr.update(choices=_runs(ctx, owner_of(request)))] * 2
+
+    refresh.click(do_refresh, None, [run_a, run_b], api_name=False)
 
     async def do_check(limit: float | None, label: str) -> tuple[str, str]:
         metric = MONITOR_METRICS.get(label, "e2e_ms")
@@ -213,26 +234,28 @@ def build(ctx: UIContext) -> None:
         head = (f"{len(above)} of {len(points)} runs above {limit:g} ms" if limit
                 else f"{len(points)} runs (no threshold set)")
         rows = "\n".join(f"- {'🔴 ABOVE' if p.crossed else '🟢 ok'} `{p.path.stem}` "
-                         f"{p.name}: p95 {p.p95_ms:,.1f} ms (n={p.n})"
+                         f"{md_text(p.name)}: p95 {p.p95_ms:,.1f} ms (n={p.n})"
                          for p in reversed(points) if p.p95_ms is not None)
         return chart, f"{head}\n\n{rows}"
 
     check.click(do_check, [threshold, monitor_metric], [monitor_chart, monitor_list],
                 api_name=False)
 
-    def do_show(a: str | None, b: str | None) -> dict[Any, Any]:
+    def do_show(a: str | None, b: str | None, request: gr.Request) -> dict[Any, Any]:
         chosen = [p for p in (a, b) if p]
         if not chosen:
             return {past: "pick a run"}
+        if any(p not in _runs(ctx, owner_of(request)) for p in chosen):
+            return {past: "❌ run: not one of yours -- pick one from the list"}
         parts = []
         try:
             runs = [read_run(Path(p)) for p in chosen]
         except PlaygroundError as e:
-            return {past: f"❌ {e}"}
+            return {past: f"❌ {md_text(e)}"}
         for p, run in zip(chosen, runs, strict=True):
             rows, verdict_md, *_ = _views(run)
             head = "| " + " | ".join(SUMMARY_HEADERS) + " |\n|" + "---|" * len(SUMMARY_HEADERS)
-            body = "\n".join("| " + " | ".join(str(c) for c in r) + " |" for r in rows)
+            body = "\n".join("| " + " | ".join(md_text(c) for c in r) + " |" for r in rows)
             parts.append(f"#### {Path(p).name}\n{verdict_md}\n\n{head}\n{body}")
         out = write_outputs(runs[0], Path(chosen[0]).with_suffix(""))
         return {past: "\n\n".join(parts), files: [str(x) for x in out.values()]}

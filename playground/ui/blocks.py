@@ -58,14 +58,22 @@ def _api(ctx: UIContext) -> None:
     from playground.core.record import RequestRecord
     from playground.errors import PlaygroundError
 
-    async def compare_presets(prompt: str, presets: list[str]) -> list[dict]:
-        """Send `prompt` to the named presets at once; returns every measured request."""
+    async def compare_presets(prompt: str, presets: list[str], request: gr.Request
+                              ) -> list[dict]:
+        """Send `prompt` to the named presets (1-4) at once; returns every measured request."""
+        from playground.ui.columns import MAX_COLUMNS
+        from playground.ui.context import owner_of
+
+        if not isinstance(presets, list) or not 1 <= len(presets) <= MAX_COLUMNS:
+            n = len(presets) if isinstance(presets, list) else "not a list of"
+            raise gr.Error(f"presets: {n} names given; /compare runs 1 to {MAX_COLUMNS} "
+                           "presets at once -- send fewer")
         try:
-            variants = [ctx.library.get(name) for name in presets]
+            variants = [ctx.library.get(str(name)) for name in presets]
             recs = await ctx.measure.run(compare(ctx.settings, variants, prompt))
         except PlaygroundError as e:
             raise gr.Error(str(e)) from None
-        ctx.store_run(list(recs))
+        ctx.store_run(list(recs), owner_of(request))
         return [RequestRecord.of(r).line() for r in recs]
 
     gr.api(compare_presets, api_name="compare", concurrency_limit=ctx.concurrency_limit,

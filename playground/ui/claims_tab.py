@@ -14,6 +14,7 @@ import gradio as gr
 from playground.claims.board import run_board
 from playground.outputs.board_view import BOARD_HEADERS, board_rows, ran_on
 from playground.outputs.files import write_board_files as write_board
+from playground.outputs.fmt import md_text
 from playground.outputs.report_figures import claim_figure, verdict_figure
 from playground.specs.claims import load_claims
 from playground.ui.context import UIContext
@@ -52,7 +53,7 @@ def build(ctx: UIContext) -> None:
                 "(permutation test, Holm over the board's checks) -- and the size next to the "
                 "article's number. Checks the random-weight demo model cannot answer say so.")
     if errors:
-        gr.Markdown("⚠️ skipped claim files:\n" + "\n".join(f"- {e}" for e in errors))
+        gr.Markdown("⚠️ skipped claim files:\n" + "\n".join(f"- {md_text(e)}" for e in errors))
     with gr.Row():
         with_servers = gr.Checkbox(False, label="include server A/Bs (starts two managed "
                                    "vLLM servers per claim)")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from playground.core.measure_loop import MeasureLoop
 from playground.core.pool import ClientPool
@@ -33,6 +35,24 @@ def load_examples(presets_dir: Path, limit: int = 12) -> list[str]:
         return []
 
 
+def owner_of(request: Any) -> str:
+    """A visitor's tag (run and recording file names end with it): 12 hex digits of a hash of
+    the Gradio session, never the session id itself; "" without a session."""
+    session = getattr(request, "session_hash", None) or ""
+    return hashlib.sha256(f"owner:{session}".encode()).hexdigest()[:12] if session else ""
+
+
+def visitor_of(request: Any) -> str:
+    """Whose share of the concurrency slots a run takes: the client's address (behind a
+    Space's proxy, the hop that proxy added -- the last X-Forwarded-For entry)."""
+    headers = getattr(request, "headers", None) or {}
+    forwarded = headers.get("x-forwarded-for", "") if os.environ.get("SPACE_ID") else ""
+    if forwarded:
+        return forwarded.split(",")[-1].strip()
+    client = getattr(request, "client", None)
+    return str(getattr(client, "host", "") or "")
+
+
 @dataclass(eq=False)
 class RunLog:
     """One run's file (runs/playground/), appended as each recording becomes final, so what
@@ -40,6 +60,7 @@ class RunLog:
 
     store_: RunStore
     recs: list[Recording]
+    owner: str = ""
     stop: Callable[[], None] = lambda: None  # the run's Stop (set once it is in flight)
     _file: RunFile | None = None
     _stored: set[int] = field(default_factory=set)
@@ -51,7 +72,7 @@ class RunLog:
                 return
             self._stored.add(id(rec))
             if self._file is None:
-                self._file = self.store_.new_run("playground")
+                self._file = self.store_.new_run("playground", self.owner)
             self._file.append(RequestRecord.of(rec))
 
     def store_finished(self) -> None:
@@ -90,6 +111,10 @@ class UIContext:
         return next((s.config.base_url for s in self.servers.values()
                      if s.running and s.config.engine == "transformers"), None)
 
+    def listed(self, owner: str) -> str | None:
+        """The owner whose runs a visitor's lists show (None: all, `--all-runs`)."""
+        return None if self.settings.list_all_runs else owner
+
     def connection(self, url: str, typed_key: str | None) -> tuple[str, str]:
         """(base URL, API key) for one visitor's request: the URL must be http(s) (nothing is
         sent otherwise), and the operator's configured key goes to the operator's URL only --
@@ -127,13 +152,13 @@ class UIContext:
         self.measure.submit(warm_server(self.pool(key), self.settings.base_url, key,
                                         self.settings.model, self.library, self.warm))
 
-    def store_run(self, recs: list[Recording]) -> None:
-        log = self.run_log(recs)
+    def store_run(self, recs: list[Recording], owner: str = "") -> None:
+        log = self.run_log(recs, owner)
         self.close_log(log)
 
-    def run_log(self, recs: list[Recording]) -> RunLog:
+    def run_log(self, recs: list[Recording], owner: str = "") -> RunLog:
         """The file of a run about to start (each recording stored once it is final)."""
-        log = RunLog(RunStore(self.settings.runs_dir), recs)
+        log = RunLog(RunStore(self.settings.runs_dir), recs, owner)
         self.logs.add(log)
         return log
 

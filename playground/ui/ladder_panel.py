@@ -19,9 +19,9 @@ from playground.errors import PlaygroundError
 from playground.lab import ladder as lad
 from playground.lab.replay import from_history, save
 from playground.outputs import figures
-from playground.outputs.fmt import ms
+from playground.outputs.fmt import md_text, ms
 from playground.specs.ladders import Ladder, ladder_names, load_ladder
-from playground.ui.context import UIContext
+from playground.ui.context import UIContext, owner_of, visitor_of
 from playground.ui.live_feed import FOLLOW_JS
 from playground.ui.stage import Session, Shown, Stage, record_history
 
@@ -91,15 +91,15 @@ def build(ctx: UIContext, stage: Stage, session: Any, n_columns: Any, prompt: An
                                     [v for v in steps if not isinstance(v, str)], text,
                                     port=ctx.port)
         except PlaygroundError as e:
-            raise gr.Error(str(e)) from None
+            raise gr.Error(escape(str(e))) from None
         bad = checked.first_error()
         if bad is not None:
-            raise gr.Error(str(bad))
+            raise gr.Error(escape(str(bad)))
         slots = lad.fill(steps, checked.recordings)
         sess.pending = (ladder, slots, url.strip(), key)
         return [len(ladder.steps), f"▶️ playing <b>{escape(ladder.title)}</b> step by step…"]
 
-    async def do_play(tok: str, sess: Session) -> list[Any]:
+    async def do_play(tok: str, sess: Session, request: gr.Request) -> list[Any]:
         if sess.pending is None or not isinstance(sess.pending[0], Ladder):
             return [gr.skip()] * len(stage.live_outputs())
         ladder, slots, url, key = sess.pending
@@ -109,16 +109,17 @@ def build(ctx: UIContext, stage: Stage, session: Any, n_columns: Any, prompt: An
         frame = stage.frame(tok)
         for i, s in enumerate(slots):
             if isinstance(s, str):
-                shown.errors[i] = f"⏭️ **{ladder.steps[i].label}** -- {s}"
+                shown.errors[i] = f"⏭️ **{md_text(ladder.steps[i].label)}** -- {md_text(s)}"
             else:
                 shown.recs.append(s)
                 shown.where.append(i)
         shown.floor_ms = await asyncio.to_thread(ctx.floor_ms, url, key)
         work = run_to_end(ctx.pool(key), shown.recs, mode="sequential",
                           timeout_s=ctx.settings.timeout_s)
-        log = ctx.run_log(shown.recs)
+        log = ctx.run_log(shown.recs, owner_of(request))
         try:
-            values = await stage.play(sess, shown, work, ctx.measure, frame, log)
+            values = await stage.play(sess, shown, work, ctx.measure, frame, log,
+                                      who=visitor_of(request))
         finally:
             ctx.close_log(log)
         record_history(sess, shown.recs)
@@ -134,7 +135,7 @@ def build(ctx: UIContext, stage: Stage, session: Any, n_columns: Any, prompt: An
                       ).then(lambda s: ladder_view(ctx, s), session, [table, plot],
                              api_name=False, show_progress="hidden")
 
-    def do_save(sess: Session) -> str:
+    def do_save(sess: Session, request: gr.Request) -> str:
         shown = sess.shown
         if shown is None or shown.kind != "ladder" or not sess.last:
             raise gr.Error("nothing to save yet: play a ladder first")
@@ -144,7 +145,7 @@ def build(ctx: UIContext, stage: Stage, session: Any, n_columns: Any, prompt: An
         rec = from_history(sess.last, title=f"ladder {shown.ladder} "
                            f"{time.strftime('%Y-%m-%d %H:%M')}", environment=env)
         return str(save(rec, ctx.settings.runs_dir / "recordings"
-                        / f"ladder-{time.strftime('%Y%m%d-%H%M%S')}.json"))
+                        / f"ladder-{time.strftime('%Y%m%d-%H%M%S')}-{owner_of(request)}.json"))
 
     save_btn.click(do_save, session, saved_file, api_name=False)
     return [table, plot], lambda s: ladder_view(ctx, s)

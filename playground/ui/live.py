@@ -77,9 +77,11 @@ def submit(measure: MeasureLoop, work: Coroutine[Any, Any, Any]) -> LiveRun:
 
 
 async def until_done(run: LiveRun, recs: Sequence[Recording],
-                     on_final: Callable[[Recording], None] | None = None) -> None:
-    """Wait for the run (Stop ends it early). If this waiter is cancelled (browser gone), the
-    run is cancelled. Either way, return only once every recording is final (bounded by the
+                     on_final: Callable[[Recording], None] | None = None,
+                     abandoned: Callable[[], bool] | None = None) -> None:
+    """Wait for the run (Stop ends it early). If this waiter is cancelled (browser gone), or
+    `abandoned()` says no page follows the run any more (the visitor left), the run is
+    cancelled. Either way, return only once every recording is final (bounded by the
     runner's own cleanup). `on_final` gets each recording once, as soon as it is final (the
     run file: what finished is on disk even if the app is killed a moment later)."""
     done: set[int] = set()
@@ -94,6 +96,8 @@ async def until_done(run: LiveRun, recs: Sequence[Recording],
         waiting = asyncio.wrap_future(run.future)
         while not waiting.done():
             flush()
+            if abandoned is not None and abandoned():
+                run.stop()
             await asyncio.wait({waiting}, timeout=0.2)
     finally:
         run.stop()

@@ -39,6 +39,7 @@ HEARTBEAT_S = 0.25  # status lines (elapsed time), the headline and the live tim
 MAX_FEEDS = 256  # pages followed at once (the least recently used is dropped)
 KEEPALIVE_S = 15.0
 WAIT_S = 30.0  # the page connects at the click, before the run is registered and prepared
+ORPHAN_S = 20.0  # a run no page has followed this long is stopped (the visitor left)
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{16,64}")
 
 
@@ -50,11 +51,22 @@ class Feed:
     where: Sequence[int] = ()
     notes: dict[int, str] = field(default_factory=dict)  # column -> why it was not sent (HTML)
     started: float = field(default_factory=time.perf_counter)
+    opened: float = field(default_factory=time.monotonic)
     done: bool = False
     on_close: Callable[[], None] | None = None  # the page went away mid-run: stop the run
+    channel: Channel | None = None  # the page's connection (None: a malformed token)
 
     def finish(self) -> None:
         self.done = True
+
+    def abandoned(self, grace_s: float = ORPHAN_S) -> bool:
+        """No page has followed this run for `grace_s`: its visitor left (or never had a page:
+        a script driving the UI's events); the run is stopped, its slot freed."""
+        now = time.monotonic()
+        ch = self.channel
+        if ch is None:
+            return now - self.opened > grace_s
+        return ch.followers == 0 and now - max(ch.left, self.opened) > grace_s
 
 
 class Channel:
@@ -66,6 +78,8 @@ class Channel:
         self.feed: Feed | None = None
         self.wake = asyncio.Event()
         self.used = time.monotonic()
+        self.followers = 0  # open streams of this page (0: the page is closed or reconnecting)
+        self.left = float("-inf")  # when the last one closed
 
 
 class Feeds:
@@ -93,6 +107,7 @@ class Feeds:
             if ch.feed is not None:
                 ch.feed.finish()
             ch.feed = feed
+            feed.channel = ch
             ch.wake.set()
         return feed
 
@@ -112,9 +127,10 @@ class Feeds:
 async def follow_channel(ch: Channel) -> AsyncIterator[bytes]:
     """A page's stream: every run it starts, one after another; a comment now and then so a
     closed page is noticed (the write fails and this generator is closed)."""
-    yield b": live\n\n"
+    ch.followers += 1
     done: Feed | None = None
     try:
+        yield b": live\n\n"
         while True:
             feed = ch.feed
             if feed is not None and feed is not done:
@@ -128,6 +144,8 @@ async def follow_channel(ch: Channel) -> AsyncIterator[bytes]:
             except TimeoutError:
                 yield b": keep-alive\n\n"
     finally:  # the page closed (or lost) its stream: a run it was watching is stopped
+        ch.followers -= 1
+        ch.left = time.monotonic()
         feed = ch.feed
         if feed is not None and not feed.done and feed.on_close is not None:
             feed.on_close()

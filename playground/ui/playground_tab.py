@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from html import escape
 from typing import Any
 
 import gradio as gr
@@ -11,12 +12,12 @@ from playground.core.compare import prepare
 from playground.core.preflight import MAX_PROMPT_CHARS, check_prompt
 from playground.core.runner import run_to_end
 from playground.errors import PlaygroundError, ValidationFailed
-from playground.outputs.fmt import demo_notice
+from playground.outputs.fmt import demo_notice, md_text
 from playground.server.http import aserver_info
 from playground.ui import ladder_panel, replay_panel
 from playground.ui.column_view import column, controls_values, wire_column
 from playground.ui.columns import MAX_COLUMNS, variant_from_controls
-from playground.ui.context import UIContext
+from playground.ui.context import UIContext, owner_of, visitor_of
 from playground.ui.live_feed import FOLLOW_JS
 from playground.ui.stage import Session, Shown, Stage, record_history
 
@@ -42,7 +43,8 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
     warm_timer = gr.Timer(1.0, active=ctx.warm.warming)
     if ctx.library.errors:
         gr.Markdown("⚠️ Skipped bad preset files (the good ones are loaded):\n"
-                    + "\n".join(f"- {e}" for e in ctx.library.errors), elem_id="bad-presets")
+                    + "\n".join(f"- {md_text(e)}" for e in ctx.library.errors),
+                    elem_id="bad-presets")
 
     prompt = gr.Textbox(ctx.examples[0] if ctx.examples else "", label="prompt", lines=2,
                         max_length=MAX_PROMPT_CHARS)
@@ -72,7 +74,8 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
     stage = Stage(columns, history_plot, history_table, token, feeds=ctx.feeds,
                   limit=ctx.concurrency_limit)
     view = ladder_panel.build(ctx, stage, session, n_columns, prompt, base_url, api_key, model)
-    replay_panel.build(ctx, stage, n_columns, prompt, session, view, open_=ctx.replay_only)
+    replays, refresh_replays = replay_panel.build(ctx, stage, n_columns, prompt, session, view,
+                                                  open_=ctx.replay_only)
     with gr.Accordion("Save columns as a preset", open=False, elem_classes=["pv-hide"]):
         with gr.Row():
             save_col = gr.Dropdown([str(i + 1) for i in range(MAX_COLUMNS)], value="1",
@@ -92,10 +95,12 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
             url, key = ctx.connection(url, key)
             info = await aserver_info(url, key)
         except PlaygroundError as e:
-            return {server_status: f"❌ {e}", model: gr.update(choices=[], value=None)}
+            return {server_status: f"❌ {md_text(e)}", model: gr.update(choices=[], value=None)}
         names = [m.id for m in info.models]
-        lens = ", ".join(f"{m.id} (max_model_len {m.max_model_len})" for m in info.models)
-        text = (f"✅ vLLM **{info.version}** at `{url}` · healthy: {info.healthy} · "
+        lens = ", ".join(f"{md_text(m.id, 120)} (max_model_len {md_text(m.max_model_len)})"
+                         for m in info.models)
+        text = (f"✅ vLLM **{md_text(info.version, 40)}** at {md_text(url)} · healthy: "
+                f"{info.healthy} · "
                 f"models: {lens}")
         note = demo_notice(info)
         if note and note != ctx.banner:  # the page banner already says it for this server
@@ -118,8 +123,9 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         run_inputs += [c.preset, *c.controls()]
     per_column = 1 + len(columns[0].controls())
 
-    async def do_run(tok: str, sess: Session, url: str, key: str, model_name: str | None,
-                     text: str | None, n_cols: float, run_mode: str, *cols: Any) -> list[str]:
+    async def do_run(request: gr.Request, tok: str, sess: Session, url: str, key: str,
+                     model_name: str | None, text: str | None, n_cols: float, run_mode: str,
+                     *cols: Any) -> list[str]:
         if sess.active is not None:  # (its page keeps following the run in flight)
             gr.Warning("a run is already in progress in this tab: Stop it first")
             return [gr.skip()] * len(stage.live_outputs())
@@ -133,7 +139,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
             shown.url = url
             check_prompt(text)
         except ValidationFailed as e:
-            gr.Warning(str(e))
+            gr.Warning(escape(str(e)))
             return frame.ended()
         variants: list[Any] = []
         for i in range(n):
@@ -147,15 +153,16 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         try:
             prepared = await prepare(url, key, model_name or None, chosen, text, port=ctx.port)
         except PlaygroundError as e:  # the prompt, the model, the server: nothing is sent
-            gr.Warning(str(e))
-            why = f"❌ **not sent** -- {e}" if isinstance(e, ValidationFailed) else f"❌ {e}"
+            gr.Warning(escape(str(e)))
+            why = (f"❌ **not sent** -- {md_text(e)}" if isinstance(e, ValidationFailed)
+                   else f"❌ {md_text(e)}")
             shown.errors = {i: why for i in range(n)}
             return frame.ended()
         outcomes = iter(prepared.slots)
         for i, v in enumerate(variants):
             got = v if isinstance(v, ValidationFailed) else next(outcomes)
             if isinstance(got, ValidationFailed):
-                shown.errors[i] = f"❌ **not sent** -- {got}"
+                shown.errors[i] = f"❌ **not sent** -- {md_text(got)}"
                 continue
             shown.recs.append(got)
             shown.where.append(i)
@@ -165,9 +172,10 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         shown.floor_ms = await asyncio.to_thread(ctx.floor_ms, url, key)
         work = run_to_end(ctx.pool(key), shown.recs, mode=mode_,
                           timeout_s=ctx.settings.timeout_s)
-        log = ctx.run_log(shown.recs)
+        log = ctx.run_log(shown.recs, owner_of(request))
         try:
-            values = await stage.play(sess, shown, work, ctx.measure, frame, log)
+            values = await stage.play(sess, shown, work, ctx.measure, frame, log,
+                                      who=visitor_of(request))
         finally:  # also on Stop: finished and partial (marked cancelled) results are kept
             ctx.close_log(log)
         record_history(sess, shown.recs)
@@ -177,7 +185,8 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
                               preprocess=False, postprocess=False, show_progress="hidden",
                               js=FOLLOW_JS, queue=False)
     run_event.then(stage.final_values, session, stage.final_outputs(), api_name=False,
-                   show_progress="hidden")
+                   show_progress="hidden"
+                   ).then(refresh_replays, None, replays, api_name=False, show_progress="hidden")
     stop_btn.click(lambda sess: sess.stop(), session, None, api_name=False, queue=False)
     presenter.click(None, None, None, js=PRESENTER_JS, api_name=False)
 
@@ -189,21 +198,28 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
     demo.load(warm_tick, None, [warm_status, warm_timer], api_name=False)
 
     # --- save preset --------------------------------------------------------------------------
-    save_inputs = {save_col, save_name}
+    save_inputs = {save_col, save_name, session}
     for c in columns:
         save_inputs |= set(c.controls())
 
     def do_save(data: dict[Any, Any]) -> dict[Any, Any]:
         c = columns[int(data[save_col]) - 1]
+        sess: Session = data[session]
+        name = str(data[save_name] or "").strip()
         try:
-            v = variant_from_controls(controls_values(data[save_name].strip(),
-                                                       [data[x] for x in c.controls()]),
+            if not name:
+                raise ValidationFailed("preset name", "is empty -- type a name (letters, "
+                                       "digits, - _ .)")
+            v = variant_from_controls(controls_values(name, [data[x] for x in c.controls()]),
                                       ctx.library)
-            path = ctx.library.save_user_variant(v)
+            again = v.name in sess.saved
+            path = ctx.library.save_user_variant(v, overwrite=again)
         except ValidationFailed as e:
-            return {save_status: f"❌ {e}"}
+            return {save_status: f"❌ {md_text(e)}"}
+        sess.saved.add(v.name)
         names = sorted(ctx.library.variants)
-        return {save_status: f"✅ saved as `{v.name}` ({path.name})",
+        note = " -- replaces your earlier save" if again else ""
+        return {save_status: f"✅ saved as `{v.name}` ({path.name}){note}",
                 **{col.preset: gr.update(choices=names) for col in columns}}
 
     save_btn.click(do_save, save_inputs, [save_status, *[c.preset for c in columns]],

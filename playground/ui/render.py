@@ -11,7 +11,7 @@ from playground.core.metrics import Metrics, residual_ms, server_parts
 from playground.core.phases import breakdown
 from playground.core.runner import Recording
 from playground.core.scoring import badge, score
-from playground.outputs.fmt import ms
+from playground.outputs.fmt import md_text, ms
 from playground.outputs.html import phase_bar
 
 
@@ -31,9 +31,9 @@ def floor_text(tpot_ms: float | None, floor_ms: float | None) -> str:
 
 def metrics_md(rec: Recording, now: float | None = None, floor_ms: float | None = None) -> str:
     m: Metrics = rec.metrics()
-    if rec.status in ("pending",):
+    if rec.status == "pending" and (rec.raw.t_send is None or rec.raw.streaming):
         return "_waiting…_"
-    if rec.status == "running":
+    if rec.status in ("pending", "running"):  # pending + sent: a non-streaming request
         t0 = rec.raw.t_send
         elapsed = "" if t0 is None else f" · {((now or time.perf_counter()) - t0):.1f} s"
         chunks = len(rec.raw.token_times)
@@ -60,7 +60,7 @@ def metrics_md(rec: Recording, now: float | None = None, floor_ms: float | None 
     if rec.status == "cancelled":
         line = "**stopped** (partial output kept) · " + line
     if rec.raw.finish_reason:
-        line += f" · finish: `{rec.raw.finish_reason}`"
+        line += f" · finish: {md_text(rec.raw.finish_reason, 40)}"
     server = server_share(rec)
     if server:
         line += "\n\n" + server
@@ -94,7 +94,7 @@ def error_md(rec: Recording) -> str:
     if rec.error is None:
         return ""
     kept = " Partial output above was kept." if (rec.content or rec.reasoning) else ""
-    return f"❌ **{type(rec.error).__name__}**: {rec.error}{kept}"
+    return f"❌ **{type(rec.error).__name__}**: {md_text(rec.error, 2000)}{kept}"
 
 
 def _speedup(base: float | None, this: float | None) -> str:
@@ -145,11 +145,11 @@ def status_html(rec: Recording, now: float | None = None, started: float | None 
     now = time.perf_counter() if now is None else now
     t0 = rec.raw.t_send
     elapsed = "" if t0 is None else f" · {now - t0:.1f} s"
-    if rec.status == "pending":
+    if rec.status == "pending" and not (t0 is not None and not rec.raw.streaming):
         since = "" if started is None else f" · {now - started:.1f} s since Run"
         return f"<em>waiting for the server…{since}</em>"
-    if rec.status == "running":
-        if rec.raw.streaming:
+    if rec.status in ("pending", "running"):  # (a non-streaming request, sent, is pending
+        if rec.raw.streaming:                 # until its one answer arrives)
             first = rec.raw.t_first_token
             ttft = "" if first is None or t0 is None else f" · TTFT {ms((first - t0) * 1000)}"
             return f"<em>running… {len(rec.raw.token_times)} chunks{ttft}{elapsed}</em>"

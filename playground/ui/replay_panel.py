@@ -3,8 +3,10 @@ re-stream every column at its recorded pace, with no server. Also: save the last
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -22,24 +24,32 @@ from playground.lab.replay import (
     save,
 )
 from playground.lab.store import RunStore
-from playground.outputs.fmt import DEMO_NOTICE
-from playground.ui.context import UIContext
+from playground.outputs.fmt import DEMO_NOTICE, md_text
+from playground.ui.context import UIContext, owner_of, visitor_of
 from playground.ui.live_feed import FOLLOW_JS
 from playground.ui.stage import Session, Shown, Stage
 
 
-def recording_choices(ctx: UIContext) -> list[str]:
+def recording_choices(ctx: UIContext, owner: str = "") -> list[str]:
+    """The shipped recordings, then this visitor's own saved recordings and last 20 runs
+    (every visitor's with `--all-runs`): on a shared page nobody replays another's prompt."""
     # GPU recordings first (the default a CPU-only Space shows), the CPU demo's after them
     shipped = sorted((ctx.settings.presets_dir / "recordings").glob("*.json"),
                      key=lambda p: (p.name.startswith("cpu-"), p.name))
-    saved = sorted((ctx.settings.runs_dir / "recordings").glob("*.json"), reverse=True)
-    runs = RunStore(ctx.settings.runs_dir).list_runs("playground")[:20]
+    listed = ctx.listed(owner)
+    saved = [] if listed == "" else sorted(
+        (ctx.settings.runs_dir / "recordings").glob("*.json" if listed is None
+                                                    else f"*-{listed}.json"), reverse=True)
+    runs = [] if listed == "" else RunStore(ctx.settings.runs_dir).list_runs(
+        "playground", listed)[:20]
     return [str(p) for p in [*shipped, *saved, *runs]]
 
 
 def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: Any,
           ladder_view: tuple[list[Any], Callable[[Session], list[Any]]], *,
-          open_: bool = False) -> None:
+          open_: bool = False) -> tuple[Any, Callable[..., Any]]:
+    """Lay out the panel; returns the recording list and the handler that refreshes it with
+    the visitor's own runs (chained after each run)."""
     columns = stage.columns
     choices = recording_choices(ctx)
     with gr.Accordion("Replay a recording (no server needed)", open=open_,
@@ -61,26 +71,29 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
 
     head_outputs = [info, n_columns, prompt, *[c.preset for c in columns]]
 
-    def check(path: str | None, sess: Session) -> RecordingFile:
+    def check(path: str | None, sess: Session, owner: str, uploaded: bool = False
+              ) -> RecordingFile:
         """The recording, or a gr.Error that names what is wrong with it."""
         if not path:
             raise gr.Error("recording: pick one from the list or upload a file")
         if sess.active is not None:
             raise gr.Error("a run is already in progress in this tab: Stop it first")
+        if not uploaded and path not in recording_choices(ctx, owner):
+            raise gr.Error("recording: not one of yours -- pick one from the list")
         try:
             rec = load(Path(path))
         except PlaygroundError as e:
-            raise gr.Error(str(e)) from None
+            raise gr.Error(escape(str(e))) from None
         if len(rec.columns) > len(columns):
             raise gr.Error(f"recording: has {len(rec.columns)} columns; the playground shows "
                            f"at most {len(columns)}")
         return rec
 
-    def do_head(choice: str | None, uploaded: str | None, rate: float, sess: Session
-                ) -> list[Any]:
+    def do_head(choice: str | None, uploaded: str | None, rate: float, sess: Session,
+                request: gr.Request) -> list[Any]:
         """Set up the columns (names, prompt, the note); `do_play`, fired by the same click,
         plays the recording -- neither waits for the other."""
-        rec = check(uploaded or choice, sess)
+        rec = check(uploaded or choice, sess, owner_of(request), bool(uploaded))
         env = rec.environment
         where = ", ".join(f"{k}: {v}" for k, v in env.items() if k in (
             "accelerator", "vllm_version", "model", "server_flags", "note"))
@@ -91,14 +104,14 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
         for i, col in enumerate(rec.columns):
             if col.variant.get("name") in names:
                 presets[i] = col.variant["name"]
-        text = (f"▶️ **replaying** _{rec.title}_ ({rec.created}) at {rate:g}x -- recorded "
-                f"timings, no server involved. {where}")
+        text = (f"▶️ **replaying** {md_text(rec.title, 200)} ({md_text(rec.created, 40)}) at "
+                f"{rate:g}x -- recorded timings, no server involved. {md_text(where, 600)}")
         return [text, max(2, len(rec.columns)), rec.prompt, *presets]
 
     async def do_play(tok: str, choice: str | None, uploaded: str | None, rate: float,
-                      sess: Session) -> list[Any]:
-        try:
-            rec = check(uploaded or choice, sess)  # (do_head shows the error)
+                      sess: Session, request: gr.Request) -> list[Any]:
+        try:  # (do_head shows the error)
+            rec = check(uploaded or choice, sess, owner_of(request), bool(uploaded))
         except gr.Error:
             return [gr.skip()] * len(stage.live_outputs())
         recs = recordings(rec)
@@ -108,10 +121,11 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
         if steps is not None:  # a played ladder: its skipped steps keep their columns
             shown.ladder, shown.ladder_slots = steps
             shown.where = [i for i, s in enumerate(steps[1]) if not isinstance(s, str)]
-            shown.errors = {i: f"⏭️ {s}" for i, s in enumerate(steps[1]) if isinstance(s, str)}
+            shown.errors = {i: f"⏭️ {md_text(s)}" for i, s in enumerate(steps[1])
+                            if isinstance(s, str)}
         frame = stage.frame(tok)
         return await stage.play(sess, shown, play(rec, recs, speed=float(rate)), ctx.measure,
-                                frame)
+                                frame, who=visitor_of(request))
 
     replay_btn.click(do_head, [pick, upload, speed, session], head_outputs, api_name=False,
                      queue=False)
@@ -125,13 +139,33 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
                                    show_progress="hidden")
     stop_btn.click(lambda sess: sess.stop(), session, None, api_name=False, queue=False)
 
-    def do_save(sess: Any) -> list[Any]:
+    def do_save(sess: Any, request: gr.Request) -> list[Any]:
         if not getattr(sess, "last", None):
             raise gr.Error("nothing to save yet: run a comparison first")
         rec = from_history(sess.last, title=f"comparison {time.strftime('%Y-%m-%d %H:%M')}",
                            environment={"note": ctx.server_note} if ctx.server_note else {})
+        owner = owner_of(request)
         path = save(rec, ctx.settings.runs_dir / "recordings"
-                    / f"{time.strftime('%Y%m%d-%H%M%S')}.json")
-        return [str(path), gr.update(choices=recording_choices(ctx), value=str(path))]
+                    / f"{time.strftime('%Y%m%d-%H%M%S')}-{owner}.json")
+        return [str(path), gr.update(choices=recording_choices(ctx, owner), value=str(path))]
 
     save_btn.click(do_save, session, [saved_file, pick], api_name=False)
+
+    async def do_upload(path: str | None) -> str:
+        """An upload is checked at once (size, nesting, fields), in a worker: the visitor
+        learns what is wrong before pressing Replay."""
+        if not path:
+            return ""
+        try:
+            rec = await asyncio.to_thread(load, Path(path))
+        except PlaygroundError as e:
+            return f"❌ {md_text(e)}"
+        return (f"✅ {md_text(Path(path).name)}: {len(rec.columns)} columns, "
+                f"{md_text(rec.title, 200)} -- press Replay")
+
+    upload.upload(do_upload, upload, info, api_name=False, show_progress="hidden")
+
+    def refresh(request: gr.Request) -> Any:
+        return gr.update(choices=recording_choices(ctx, owner_of(request)))
+
+    return pick, refresh

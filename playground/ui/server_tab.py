@@ -8,6 +8,7 @@ from typing import Any
 import gradio as gr
 
 from playground.errors import PlaygroundError
+from playground.outputs.fmt import md_text
 from playground.server.embedded import preset_config
 from playground.server.http import ais_healthy, aserver_info
 from playground.server.managed import ManagedServer
@@ -24,7 +25,8 @@ def build(ctx: UIContext) -> None:
                 "directory given below (a merged LoRA, a fine-tune). Point a variant or the "
                 "connection at its URL to compare server configurations.")
     if errors:
-        gr.Markdown("⚠️ Skipped bad server presets:\n" + "\n".join(f"- {e}" for e in errors))
+        gr.Markdown("⚠️ Skipped bad server presets:\n"
+                    + "\n".join(f"- {md_text(e)}" for e in errors))
     with gr.Row():
         preset = gr.Dropdown(sorted(presets), value="eager" if "eager" in presets else None,
                              label="server preset", scale=2)
@@ -60,7 +62,7 @@ def build(ctx: UIContext) -> None:
             config, _ = await asyncio.to_thread(preset_config, ctx.settings, p, presets[name],
                                                 model_path.strip() or None)
         except PlaygroundError as e:
-            return {status: f"❌ {e}"}
+            return {status: f"❌ {md_text(e)}"}
         if server is None:
             server = ManagedServer(config, ctx.settings.cache_dir / "logs" / f"vllm-{p}.log",
                                    python=ctx.settings.server_python())
@@ -72,7 +74,7 @@ def build(ctx: UIContext) -> None:
         try:
             await asyncio.to_thread(server.wait_ready)
         except PlaygroundError as e:
-            return {status: f"❌ {e}", log: server.log_tail()}
+            return {status: f"❌ {md_text(e)}", log: server.log_tail()}
         return await _status(server)
 
     async def _status(server: ManagedServer | None) -> dict[Any, Any]:
@@ -83,8 +85,8 @@ def build(ctx: UIContext) -> None:
             return {status: f"stopped (port {server.config.port})", log: server.log_tail()}
         try:
             info = await aserver_info(url, None)
-            text = (f"✅ running · vLLM **{info.version}** at `{url}` · healthy: "
-                    f"{info.healthy} · models: {', '.join(m.id for m in info.models)}")
+            text = (f"✅ running · vLLM **{md_text(info.version, 40)}** at `{url}` · healthy: "
+                    f"{info.healthy} · models: {md_text(', '.join(m.id for m in info.models))}")
         except PlaygroundError:
             text = f"⏳ starting… (`{url}` refuses connections until the engine is up)"
         return {status: text, flags: " ".join(server.command()), log: server.log_tail()}

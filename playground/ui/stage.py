@@ -11,6 +11,8 @@ so the live event ends normally and the columns show "stopped (partial output ke
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -55,6 +57,7 @@ class Session:
     active: LiveRun | None = None  # the run in flight: Stop cancels it
     shown: Shown | None = None
     pending: Any = None  # what a first event prepared for the live event chained after it
+    saved: set[str] = field(default_factory=set)  # presets this session saved (it may replace)
 
     def stop(self) -> None:
         if self.active is not None:
@@ -72,6 +75,12 @@ class Stage:
     feeds: Feeds = field(default_factory=Feeds)
     limit: int = 16  # runs in flight in this process (all sessions)
     running: int = 0
+    by_visitor: dict[str, int] = field(default_factory=dict)  # runs in flight per visitor
+
+    @property
+    def share(self) -> int:
+        """The most runs one visitor (one address) may have in flight: a fair share."""
+        return max(1, self.limit // 4)
 
     def live_outputs(self) -> list[Any]:
         cs = self.columns
@@ -90,18 +99,22 @@ class Stage:
         return f
 
     async def play(self, sess: Session, shown: Shown, work: Coroutine[Any, Any, Any],
-                   measure: Any, frame: LiveFrame, log: Any = None) -> list[str]:
+                   measure: Any, frame: LiveFrame, log: Any = None, who: str = ""
+                   ) -> list[str]:
         """Run `work` (it fills shown.recs) on the measuring loop while the live feed streams
         it; return the columns' final values. `log` (a context.RunLog) stores each recording
         as soon as it is final, and can stop the run at the app's shutdown."""
         sess.shown = shown
         feed = frame.feed
-        if self.running >= self.limit:
+        mine = self.by_visitor.get(who, 0)
+        if self.running >= self.limit or mine >= self.share:
             work.close()
             if feed is not None:
                 feed.finish()
             busy = (f"❌ **busy**: {self.running} runs are in flight on this app (the limit is "
-                    f"{self.limit}); try again in a moment")
+                    f"{self.limit}); try again in a moment") if mine < self.share else (
+                    f"❌ **busy**: you have {mine} runs in flight (other tabs or sessions); "
+                    f"one visitor may run {self.share} at once -- wait for one to end")
             for col in shown.where:
                 frame.metrics[col] = busy
             shown.recs, shown.where = [], []
@@ -116,10 +129,15 @@ class Stage:
         if log is not None:
             log.stop = run.stop
         self.running += 1
+        self.by_visitor[who] = mine + 1
         try:
-            await until_done(run, shown.recs, log.store if log is not None else None)
+            await until_done(run, shown.recs, log.store if log is not None else None,
+                             abandoned=feed.abandoned if feed is not None else None)
         finally:
             self.running -= 1
+            self.by_visitor[who] -= 1
+            if not self.by_visitor[who]:
+                del self.by_visitor[who]
             if feed is not None:
                 feed.finish()
             if sess.active is run:
@@ -166,7 +184,8 @@ def record_history(sess: Session, recs: Sequence[Recording]) -> None:
 
 
 def _plain(markdown: str) -> str:
-    return markdown.replace("**", "")
+    """A column's Markdown note as plain text (the live feed escapes it again for HTML)."""
+    return html.unescape(re.sub(r"\\(.)", r"\1", markdown.replace("**", "")))
 
 
 def _hint(rec: Recording) -> str:

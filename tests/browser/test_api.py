@@ -27,18 +27,22 @@ def test_compare_endpoint_unknown_preset(app_url: str) -> None:
 
 
 @pytest.mark.reliability(case="10 concurrent users (gradio_client sessions)", where="each "
-                         "gets its own results; all 10 in flight on the server at once (limit "
-                         "16)", order=45)
-def test_ten_users_at_once_each_get_their_own_results(app_url: str, vllm_server: str,
+                         "gets its own results; all 10 held at once in front of the server, "
+                         "then all 10 running on it at once (limit 16)", order=45)
+def test_ten_users_at_once_each_get_their_own_results(vllm_server: str, tmp_path,  # type: ignore[no-untyped-def]
                                                       observed) -> None:
+    """Truly at once: a proxy holds every chat request until all ten have arrived, then lets
+    them through together; the server's own gauges (running + waiting, sampled) must see ten."""
     import time
     from concurrent.futures import ThreadPoolExecutor
-    from threading import Barrier, Event, Thread
+    from threading import Event, Thread
 
     from playground.server.prom import scrape, total
+    from tests.apphelp import app
+    from tests.faultproxy import FaultProxy
 
     n = 10
-    barrier = Barrier(n)
+    proxy = FaultProxy(vllm_server).start()
     done, seen = Event(), [0.0]
 
     def watch() -> None:  # what the server saw: requests running + waiting, sampled
@@ -48,29 +52,42 @@ def test_ten_users_at_once_each_get_their_own_results(app_url: str, vllm_server:
                           + total(snap, "vllm:num_requests_waiting"))
             time.sleep(0.02)
 
+    def held() -> int:
+        return sum(1 for s in proxy.seen if s["fault"] == "hold"
+                   and s["path"].endswith("chat/completions"))
+
+    env = {"PLAYGROUND_BASE_URL": proxy.url("hold"), "PLAYGROUND_WARMUP": "off",
+           "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
     watcher = Thread(target=watch, daemon=True)
-    watcher.start()
+    try:
+        with app(env_extra=env, log=tmp_path / "app.log") as (url, _):
+            clients = [Client(url, verbose=False) for _ in range(n)]  # a session each
 
-    def user(i: int) -> tuple[int, list[dict]]:
-        client = Client(app_url, verbose=False)  # its own session
-        barrier.wait(timeout=120)
-        return i, client.predict(f"用户{i}: 上海市徐汇区{i}号 电话1380000{i:04d}",
-                                 ["fixed-64-stream"], api_name="/compare")
+            def user(i: int) -> tuple[int, list[dict]]:
+                return i, clients[i].predict(f"用户{i}: 上海市徐汇区{i}号 电话1380000{i:04d}",
+                                             ["fixed-64-stream"], api_name="/compare")
 
-    with ThreadPoolExecutor(n) as pool:
-        try:
-            results = list(pool.map(user, range(n)))
-        finally:
-            done.set()
-            watcher.join(10)
+            with ThreadPoolExecutor(n) as pool:
+                futures = [pool.submit(user, i) for i in range(n)]
+                deadline = time.monotonic() + 120
+                while held() < n and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                at_once = held()
+                watcher.start()
+                proxy.release()
+                results = [f.result(timeout=300) for f in futures]
+    finally:
+        done.set()
+        proxy.release()
+        proxy.stop()
     spans = []
     for i, (rec,) in results:
         assert rec["error"] is None and rec["metrics"]["completion_tokens"] == 64
         assert f"用户{i}:" in rec["request"]["messages"][-1]["content"]  # its own prompt
         assert all(f"用户{j}:" not in str(rec) for j in range(n) if j != i)
         spans.append((rec["raw"]["t_send"], rec["raw"]["t_last"]))
-    # the app's clock for all: how many were in flight at once (an order, not a duration)
     peak = max(sum(1 for s, e in spans if s <= t <= e) for t, _ in spans)
-    observed(f"{n} users, {n} results each with its own prompt; the server saw {seen[0]:.0f} "
-             f"at once (the app's clocks: {peak})")
-    assert seen[0] == n  # all ten at once on the server, not queued in the app
+    observed(f"{n} users, {n} results each with its own prompt; {at_once} held at once in "
+             f"front of the server, which then saw {seen[0]:.0f} at once (the app's clocks: "
+             f"{peak})")
+    assert at_once == n and seen[0] == n  # all ten at once, not queued in the app

@@ -15,7 +15,7 @@ from playwright.sync_api import Page, expect
 
 from playground.server.prom import running_requests as running
 from tests.apphelp import app
-from tests.browser.test_playground_ui import LONG, pick
+from tests.browser.test_playground_ui import LONG, pick, settle
 from tests.procs import alive, descendants, wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -59,9 +59,7 @@ def test_app_killed_during_a_playground_run(browser, vllm_server: str, tmp_path:
         page = open_page(browser, url)
         pick(page, "preset 1", "fixed-64-stream")
         pick(page, "preset 2", "fixed-64-stream")
-        box = page.get_by_label("max_tokens", exact=True).nth(1)
-        box.fill("1900")  # column 2 cannot finish in the window
-        box.press("Tab")
+        settle(page.get_by_label("max_tokens", exact=True).nth(1), "1900")  # cannot finish
         page.get_by_role("button", name="Run", exact=True).click()
         expect(page.locator("#answer-1 textarea")).not_to_have_value("", timeout=LONG)
         # column 1 (64 tokens) is final when its request is in the run file

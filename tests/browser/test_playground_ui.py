@@ -21,6 +21,20 @@ def pick(page: Page, label: str, option: str) -> None:
     page.get_by_role("option", name=option, exact=True).click()
 
 
+def settle(box, value: str) -> None:  # type: ignore[no-untyped-def]
+    """Type `value` into a control and make it stick: a preset picked just before fills its
+    controls from an event that can land after the typing."""
+    for _ in range(20):
+        box.fill(value)
+        box.press("Tab")
+        box.page.wait_for_timeout(300)
+        if box.input_value() == value:
+            box.page.wait_for_timeout(300)
+            if box.input_value() == value:
+                return
+    raise AssertionError(f"the control did not keep {value!r}")
+
+
 def set_number(page: Page, label: str, value: int) -> None:
     box = page.get_by_label(label, exact=True)
     box.fill(str(value))
@@ -102,8 +116,7 @@ def test_stop_ends_a_long_generation_on_the_server(page: Page, vllm_server: str,
     pick(page, "preset 1", "fixed-64-stream")
     pick(page, "preset 2", "fixed-64-stream")
     for box in page.get_by_label("max_tokens", exact=True).all()[:2]:
-        box.fill("1900")
-        box.press("Tab")
+        settle(box, "1900")
     page.get_by_role("button", name="Run", exact=True).click()
     for i in range(2):  # text has arrived in both columns: this run is the one in flight
         expect(page.locator(f"#answer-{i} textarea")).not_to_have_value("", timeout=LONG)

@@ -191,3 +191,55 @@ def test_stream_fault_in_its_ui_column(page: Page, proxy: FaultProxy, fault: str
     page.get_by_role("button", name="Run", exact=True).click()  # usable: it runs again
     expect(page.locator("#metrics-1")).to_contain_text("E2E", timeout=LONG)
 
+
+
+@pytest.mark.parametrize("mode", [
+    pytest.param("hang", marks=pytest.mark.reliability(
+        case="one visitor's Run waits on a server that accepts and never answers, in the UI",
+        where="that visitor's page: the server named, within the call's total deadline; "
+        "another visitor's page and API answer meanwhile (times in the 'seen' column)",
+        order=55)),
+    pytest.param("trickle", marks=pytest.mark.reliability(
+        case="one visitor's Run waits on a server trickling 1 byte/s, in the UI",
+        where="that visitor's page: the server named, within the call's total deadline; "
+        "another visitor's page and API answer meanwhile", order=56)),
+])
+def test_other_visitors_stay_responsive_while_one_waits(page: Page, app_url: str, mode: str,
+                                                        observed: Callable[[str], None]
+                                                        ) -> None:
+    """Ordered, not timed: the other visitor's requests must all be answered before the slow
+    server sees the waiting visitor's request given up. A handler that blocked the event loop
+    would hold them until then."""
+    import time
+
+    from playground.server import http
+    from tests.slowserver import SlowServer
+
+    slow = SlowServer(mode).start()
+    try:
+        page.get_by_text("Server connection").click()
+        page.get_by_label("base URL", exact=True).fill(slow.url)
+        page.get_by_role("button", name="Run", exact=True).click()
+        deadline = time.monotonic() + 60
+        while not slow.arrived and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert slow.arrived, "the Run never reached the slow server"
+        took = []
+        for path in ("", "config", "gradio_api/info"):  # the other visitor: page, config, API
+            t0 = time.monotonic()
+            assert http.get(app_url + path, timeout_s=120).status == 200
+            took.append(time.monotonic() - t0)
+        others_done = time.monotonic()
+        deadline = time.monotonic() + 120
+        while not slow.closed and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert slow.closed, "the app never gave up on the slow server"
+        waited = slow.closed[0] - slow.arrived[0]
+        assert others_done < slow.closed[0]  # answered while the Run was still waiting
+        expect(page.locator("body")).to_contain_text("cannot reach the vLLM server",
+                                                     timeout=LONG)
+    finally:
+        slow.stop()
+    observed(f"{mode}: the waiting visitor gave up after {waited:.1f} s with the server named; "
+             f"meanwhile another visitor's page / config / API answered in "
+             f"{' / '.join(f'{t * 1000:.0f} ms' for t in took)}")

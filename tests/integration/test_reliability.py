@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from playground.core.measure_loop import MeasureLoop
+from playground.errors import ValidationFailed
 from playground.lab.bench import run_experiment
 from playground.lab.store import read_run
 from playground.server.managed import free_port
@@ -278,9 +279,46 @@ def test_path_escape_is_rejected(tmp_path: Path, observed: Callable[[str], None]
     assert "'../../etc/passwd' is not a plain name" in out.stderr
     assert out2.returncode == 2 and "guided_json:" in out2.stderr
     lib = PresetLibrary(REPO_ROOT / "presets", tmp_path / "user")
-    with pytest.raises(Exception, match="name"):
-        lib.save_user_variant(lib.get("seed-default").model_copy(update={"name": "../evil"}))
-    assert not (tmp_path / "evil.yaml").exists()
+    bad = ["../evil", "../../evil", str(tmp_path / "abs-evil"), "a\x00b", "x" * 200, "名字",
+           "", ".hidden", "a/b"]
+    for name in bad:  # (model_copy skips the model's own check: the save checks again)
+        with pytest.raises(ValidationFailed, match="name"):
+            lib.save_user_variant(lib.get("seed-default").model_copy(update={"name": name}))
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix == ".yaml"
+               and p.name not in ("esc.yaml", "esc2.yaml")]  # (the test's own two files)
+    assert written == [], written  # nothing written, inside user_presets/ or out of it
+
+
+CLI_BAD = [  # (case, argv, the field the message must name)
+    ("--timeout 0", ["run", "--timeout", "0"], "--timeout"),
+    ("--timeout -1", ["run", "--timeout", "-1"], "--timeout"),
+    ("--base-url 'not a url'", ["run", "--base-url", "not a url"], "--base-url"),
+    ("--base-url file:///etc/passwd (a local file)", ["run", "--base-url",
+                                                      "file:///etc/passwd"], "--base-url"),
+    ("bench --out naming an existing file", ["bench", "stream-vs-nonstream-fixed", "--out",
+                                             "{file}"], "--out"),
+    ("bench --out in a missing folder", ["bench", "stream-vs-nonstream-fixed", "--out",
+                                         "{tmp}/missing/parent/out"], "--out"),
+]
+
+
+@pytest.mark.parametrize("case,argv,field", [pytest.param(*c, id=c[0], marks=R(
+    case=f"CLI {c[0]}", where="CLI stderr, exit 2, before anything is sent or run", order=22))
+    for c in CLI_BAD])
+def test_bad_cli_values_are_named_before_any_work(case: str, argv: list[str], field: str,
+                                                  proxy: FaultProxy, tmp_path: Path,
+                                                  observed: Callable[[str], None]) -> None:
+    (tmp_path / "a-file").write_text("x")
+    args = [a.format(file=tmp_path / "a-file", tmp=tmp_path) for a in argv]
+    if "--base-url" not in args:
+        args += ["--base-url", proxy.url(f"ok-cli{len(proxy.seen)}")]
+    before = len(proxy.seen)
+    out = cli(*args)
+    observed(out.stderr.strip())
+    assert out.returncode == 2 and out.stdout == "" and "Traceback" not in out.stderr
+    assert field in out.stderr and out.stderr.startswith("error: ")
+    assert len(proxy.seen) == before  # nothing sent
+    assert "No such file" not in out.stderr  # a file:// URL reveals nothing about the file
 
 
 # --- Stop, kill, and nothing lost ----------------------------------------------------------

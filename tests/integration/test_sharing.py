@@ -30,19 +30,38 @@ def test_share_without_internet_says_so_and_keeps_running_locally(tmp_path: Path
 
 
 @pytest.mark.reliability(case="a shared instance with --auth / PLAYGROUND_AUTH",
-                         where="HTTP 401 without login; the password is never printed",
+                         where="HTTP 401 without login on /config and every API route "
+                         "(plain HTTP and gradio_client); the password in no log or served "
+                         "HTML",
                          order=53)
-def test_auth_protects_the_ui_and_the_password_is_never_printed(tmp_path: Path,
-                                                               observed) -> None:
+def test_auth_protects_the_ui_and_the_api_and_the_password_is_never_printed(
+        tmp_path: Path, observed) -> None:
+    import httpx2
+    from gradio_client import Client
+
     log = tmp_path / "app.log"
+    secret = "s3cret-pass-9d4"
     with app("--replay", "--host", "127.0.0.1", env_extra={
-            "PLAYGROUND_AUTH": "demo:s3cret-pass"}, log=log) as (url, _):
-        status = http.get(url + "config").status
-        assert status == 401
+            "PLAYGROUND_AUTH": f"demo:{secret}"}, log=log) as (url, _):
+        anon = {path: http.request(method, url + path, body=body).status for method, path, body
+                in (("GET", "config", None), ("GET", "gradio_api/info", None),
+                    ("POST", "gradio_api/call/compare", {"data": ["x", ["fixed-64-stream"]]}),
+                    ("POST", "gradio_api/run/predict", {"data": [], "fn_index": 0}),
+                    ("GET", "gradio_api/upload_progress?upload_id=x", None))}
+        with pytest.raises(Exception, match=r"(?i)401|auth|login|config"):  # no login: no client
+            Client(url, verbose=False)
+        Client(url, auth=("demo", secret), verbose=False)  # with one it can
+        with httpx2.Client(base_url=url, follow_redirects=True) as browser_like:
+            bad = browser_like.post("login", data={"username": "demo", "password": "nope"})
+            good = browser_like.post("login", data={"username": "demo", "password": secret})
+            pages = [browser_like.get(p).text for p in ("", "config", "gradio_api/info")]
     text = log.read_text()
-    assert "s3cret-pass" not in text and "no authentication" not in text
-    observed(f"GET /config without login: HTTP {status}; password in the log: "
-             f"{'s3cret-pass' in text}")
+    leaks = sum(secret in t for t in (text, *pages))
+    observed(f"without login: {anon}; wrong login HTTP {bad.status_code}, right login "
+             f"HTTP {good.status_code}; password found in the log and 3 pages: {leaks}")
+    assert all(code == 401 for code in anon.values()), anon
+    assert bad.status_code >= 400 and good.status_code == 200
+    assert leaks == 0 and "no authentication" not in text
 
 
 def test_malformed_auth_is_rejected_before_start() -> None:

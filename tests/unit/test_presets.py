@@ -96,3 +96,25 @@ def test_user_presets_never_overwrite_shipped(tmp_path: Path) -> None:
 def test_unknown_preset_lists_known_ones() -> None:
     with pytest.raises(ValidationFailed, match=r"known presets: .*seed-default"):
         PresetLibrary(PRESETS).get("nope")
+
+
+def test_preset_files_past_the_limits_get_named_errors(tmp_path: Path) -> None:
+    from playground.specs.limits import MAX_SPEC_BYTES
+    from playground.specs.presets import load_yaml
+
+    bomb = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for k in range(1, 9):  # 10^9 values once expanded
+        prev = chr(ord("a") + k - 1)
+        bomb.append(f"{chr(ord('a') + k)}: &{chr(ord('a') + k)} [{', '.join(['*' + prev] * 10)}]")
+    cases = {
+        "alias.yaml": ("\n".join(bomb), "more than 20,000 values"),
+        "deep.yaml": ("x: " + "[" * 5000 + "]" * 5000, "nests deeper"),
+        "big.yaml": ("x: " + "y" * (MAX_SPEC_BYTES + 1), "the limit is"),
+        "bytes.yaml": (b"\xff\xfe\x00garbage", "not UTF-8"),
+    }
+    for name, (text, words) in cases.items():
+        p = tmp_path / name
+        p.write_bytes(text if isinstance(text, bytes) else text.encode())
+        with pytest.raises(PresetError) as e:
+            load_yaml(p)
+        assert e.value.field == "(file)" and words in e.value.reason, (name, str(e.value))

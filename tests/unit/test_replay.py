@@ -16,6 +16,7 @@ from playground.core.request import build
 from playground.core.runner import Recording
 from playground.errors import PresetError
 from playground.lab.replay import RecordingFile, from_history, load, play, recordings, save
+from playground.settings import REPO_ROOT
 from playground.specs.presets import Variant
 
 
@@ -164,15 +165,83 @@ def test_the_h200_ladder_recording_draws_the_ladder_with_step_a_on_transformers(
     assert a.e2e_ms == pytest.approx(rec.columns[0].t_last * 1000, rel=1e-3)  # as recorded
 
 
-@pytest.mark.reliability(case="an uploaded recording over the size limit", where="the replay "
-                         "panel's error (file, reason); Gradio refuses larger uploads", order=32)
-def test_recording_over_the_size_limit_is_refused(tmp_path: Path, observed) -> None:
-    from playground.lab.replay import MAX_BYTES
+def _good() -> dict:
+    import json
 
-    big = tmp_path / "big.json"
+    return json.loads((REPO_ROOT / "presets" / "recordings" / "cpu-demo-seed-vs-optimized.json")
+                      .read_text())
+
+
+def _bad_recordings(tmp: Path) -> dict[str, tuple[Path, str, str]]:
+    """name -> (file, the field the error must name, words of the reason)."""
+    import json
+
+    from playground.lab.replay import MAX_BYTES, MAX_TOKENS
+
+    def write(name: str, text: str | bytes) -> Path:
+        p = tmp / name
+        p.write_bytes(text if isinstance(text, bytes) else text.encode())
+        return p
+
+    def variant(**change: object) -> str:
+        d = _good()
+        for k, v in change.items():
+            target, _, key = k.partition("__")
+            if target == "env":
+                d["environment"][key] = v
+            elif target == "col":
+                d["columns"][0][key] = v
+            elif target == "var":
+                d["columns"][0]["variant"][key] = v
+        return json.dumps(d)
+
+    big = tmp / "big.json"
     with big.open("wb") as f:
-        f.truncate(MAX_BYTES + 1)  # sparse: no 20 MiB written
+        f.truncate(MAX_BYTES + 1)  # sparse: nothing written
+    good = _good()
+    many = [[0.001 * i, "", "x"] for i in range(MAX_TOKENS + 1)]
+    return {
+        "over the size limit": (big, "(file)", "the limit is"),
+        "random bytes": (write("rnd.json", b"\xff\xfe" + bytes(range(256)) * 16), "(file)",
+                         "not UTF-8"),
+        "100k-deep nesting": (write("deep.json", "[" * 100_000 + "]" * 100_000), "(file)",
+                              "nests deeper"),
+        "a .jsonl line that is a number": (write("five.jsonl", "5\n"), "(line)",
+                                           "expected a JSON object"),
+        "a variant name that fails validation": (write("name.json", variant(
+            var__name="<img src=x onerror=alert(1)>")), "columns.0.variant.name", ""),
+        "environment.floor_ms not a number": (write("floor.json", variant(env__floor_ms="abc")),
+                                              "environment.floor_ms", "not a number"),
+        "t_last of 1e9 s (an endless replay)": (write("long.json", variant(col__t_last=1e9)),
+                                                "columns.0.t_last", "at most 10 minutes"),
+        "too many tokens": (write("many.json", variant(col__tokens=many)), "columns.0.tokens",
+                            "at most"),
+        "not a recording": (write("other.json", json.dumps({"a": 1})), "format", "expected"),
+        "columns not a list": (write("cols.json", json.dumps({**good, "columns": 5})),
+                               "columns", ""),
+    }
+
+
+BAD_CASES = ["over the size limit", "random bytes", "100k-deep nesting",
+             "a .jsonl line that is a number", "a variant name that fails validation",
+             "environment.floor_ms not a number", "t_last of 1e9 s (an endless replay)",
+             "too many tokens", "not a recording", "columns not a list"]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.reliability(
+    case=f"an uploaded or picked recording: {c}", where="the replay panel's message (file, "
+    "field, reason) from replay.load, before anything plays; `playground record` the same",
+    order=60 + i)) for i, c in enumerate(BAD_CASES)])
+def test_every_malformed_recording_gets_a_named_error(case: str, tmp_path: Path,
+                                                      observed) -> None:
+    path, field, words = _bad_recordings(tmp_path)[case]
     with pytest.raises(PresetError) as e:
-        load(big)
-    observed(str(e.value))
-    assert e.value.field == "(file)" and "larger than 20 MiB" in e.value.reason
+        load(path)
+    observed(str(e.value)[:200])
+    assert e.value.field == field and words in e.value.reason, str(e.value)
+    assert str(path) in str(e.value)  # the file is named too
+
+
+def test_the_shipped_recordings_pass_the_checks() -> None:
+    for path in (REPO_ROOT / "presets" / "recordings").glob("*.json"):
+        assert load(path).columns

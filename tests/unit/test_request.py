@@ -149,3 +149,21 @@ def test_langchain_snippet_is_the_same_request_and_no_key() -> None:
     assert "OPENAI_API_KEY" in code and "sk-" not in code
     plain = request.build(v.model_copy(update={"stream": False}), "x", "m")
     assert "llm.invoke(" in request.langchain_snippet(plain, "http://h:1/v1")
+
+
+def test_the_curl_snippet_quotes_every_value(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Pasted into a shell, the snippet passes the URL and the body as text: a `$(...)` in
+    either runs nothing (curl is replaced by printf, which shows the arguments it got)."""
+    import subprocess
+
+    from playground.core import request as rq
+
+    mark = tmp_path / "ran"
+    v = Variant(name="x")
+    req = rq.build(v, f"it's $(touch {mark}) `touch {mark}`", "m")
+    snip = rq.curl_snippet(req, f"http://h:1/v1$(touch {mark})")
+    out = subprocess.run(["bash", "-c", "curl() { printf '%s\\n' \"$@\"; }\n" + snip],
+                         capture_output=True, text=True, check=True)
+    args = out.stdout.splitlines()
+    assert args[0] in ("-N", f"http://h:1/v1$(touch {mark})/chat/completions")
+    assert f"$(touch {mark})" in out.stdout and not mark.exists()

@@ -1,0 +1,74 @@
+"""Two visitors of one shared page (two browser contexts): each lists only their own runs and
+recordings, and neither can silently replace the other's saved preset."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.test_playground_ui import LONG, pick
+
+pytestmark = [pytest.mark.browser, pytest.mark.server]
+
+
+def visitor(browser, url: str) -> Page:  # type: ignore[no-untyped-def]
+    page = browser.new_context(viewport={"width": 1500, "height": 1600}).new_page()
+    page.goto(url)
+    page.wait_for_selector("text=Variant 1", timeout=60_000)
+    return page
+
+
+def replay_choices(page: Page) -> list[str]:
+    panel = page.locator("#replay-panel")
+    if not page.locator("#replay-pick").is_visible():
+        panel.get_by_text("Replay a recording").first.click()
+    page.locator("#replay-pick input").click()
+    options = page.get_by_role("option").all_inner_texts()
+    page.keyboard.press("Escape")
+    return options
+
+
+def save_preset(page: Page, name: str, outcome: str) -> str:
+    """Save column 1 as `name`; wait for the status to say `outcome`; return the status."""
+    acc = page.get_by_text("Save columns as a preset")
+    if not page.get_by_label("preset name (letters, digits, - _ .)").is_visible():
+        acc.click()
+    page.get_by_label("preset name (letters, digits, - _ .)").fill(name)
+    page.get_by_role("button", name="Save", exact=True).click()
+    status = page.locator("#save-status")
+    expect(status).to_contain_text(outcome, timeout=LONG)
+    return status.inner_text().strip()
+
+
+@pytest.mark.reliability(case="two visitors of one shared page, in the browser", where="each "
+                         "visitor's replay list shows the shipped recordings and their own "
+                         "runs only; a preset name another visitor saved is refused (named), "
+                         "one's own can be saved again; an empty name is refused", order=58)
+def test_visitors_see_only_their_own_runs_and_keep_their_presets(
+        browser, app_url: str, observed: Callable[[str], None]) -> None:  # type: ignore[no-untyped-def]
+    a, b = visitor(browser, app_url), visitor(browser, app_url)
+    shipped = replay_choices(b)
+    pick(a, "preset 1", "fixed-64-stream")
+    pick(a, "preset 2", "fixed-64-nonstream")
+    a.get_by_role("button", name="Run", exact=True).click()
+    expect(a.locator("#metrics-1")).to_contain_text("E2E", timeout=LONG)
+    expect(a.locator("#metrics-0")).to_contain_text("E2E", timeout=LONG)
+    a.wait_for_timeout(1000)  # the list refresh chained after the run
+    mine = [c for c in replay_choices(a) if c not in shipped]
+    theirs = [c for c in replay_choices(b) if c not in shipped]
+    fresh = visitor(browser, app_url)
+    others = [c for c in replay_choices(fresh) if c not in shipped]
+    name = f"iso-{id(a) % 100000}"
+    first = save_preset(a, name, "saved as")
+    stolen = save_preset(b, name, "already exists")  # refused, named: not silently replaced
+    again = save_preset(a, name, "replaces your earlier save")  # one's own: allowed
+    empty = save_preset(b, "", "preset name")
+    observed(f"A's list: {len(mine)} run(s) of A's; B's list and a new visitor's: "
+             f"{len(theirs)} and {len(others)} beyond the shipped; B saving A's name: "
+             f"{stolen} / empty name: {empty}")
+    assert len(mine) == 1 and "playground" in mine[0]
+    assert theirs == [] and others == []
+    assert first.startswith("✅") and again.startswith("✅")
+    assert stolen.startswith("❌") and empty.startswith("❌")
