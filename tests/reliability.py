@@ -62,11 +62,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         row = _ROWS.setdefault(item.nodeid, {})
         row.update(case=mark.kwargs["case"], where=mark.kwargs["where"],
                    order=mark.kwargs.get("order", 50))
-        if report.outcome != "passed" and row.get("outcome") in ("passed", "failed"):
-            row["outcome"] = "failed"  # a teardown error fails a row that passed its call
-        elif report.when == "call" or "outcome" not in row:
-            row["outcome"] = report.outcome
+        record(row, report.when, report.outcome)
     return report
+
+
+def record(row: dict[str, Any], when: str, outcome: str) -> None:
+    """A row's outcome from one phase's report (setup, call, teardown): a failure in any
+    phase fails the row, a teardown error included."""
+    if outcome != "passed" and row.get("outcome") in ("passed", "failed"):
+        row["outcome"] = "failed"
+    elif when == "call" or "outcome" not in row:
+        row["outcome"] = outcome
 
 
 def table(rows: list[dict[str, Any]]) -> str:

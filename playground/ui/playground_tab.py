@@ -138,8 +138,9 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
             url, key = ctx.connection(url, key)
             shown.url = url
             check_prompt(text)
-        except ValidationFailed as e:
+        except ValidationFailed as e:  # said where the user looks: the toast and each column
             gr.Warning(escape(str(e)))
+            shown.errors = {i: f"❌ **not sent** -- {md_text(e)}" for i in range(n)}
             return frame.ended()
         variants: list[Any] = []
         for i in range(n):

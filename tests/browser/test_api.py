@@ -91,3 +91,12 @@ def test_ten_users_at_once_each_get_their_own_results(vllm_server: str, tmp_path
              f"front of the server, which then saw {seen[0]:.0f} at once (the app's clocks: "
              f"{peak})")
     assert at_once == n and seen[0] == n  # all ten at once, not queued in the app
+
+
+@pytest.mark.reliability(case="/compare with too many presets (gradio_client)", where="the "
+                         "API's error names the field and the limit; nothing is sent", order=46)
+def test_compare_caps_the_number_of_variants(app_url: str, observed) -> None:
+    client = Client(app_url, verbose=False)
+    with pytest.raises(Exception, match="presets: 5 names given") as e:
+        client.predict("x", ["fixed-64-stream"] * 5, api_name="/compare")
+    observed(str(e.value))

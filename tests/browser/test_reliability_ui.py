@@ -243,3 +243,117 @@ def test_other_visitors_stay_responsive_while_one_waits(page: Page, app_url: str
     observed(f"{mode}: the waiting visitor gave up after {waited:.1f} s with the server named; "
              f"meanwhile another visitor's page / config / API answered in "
              f"{' / '.join(f'{t * 1000:.0f} ms' for t in took)}")
+
+
+def long_run(browser, url: str) -> Page:  # type: ignore[no-untyped-def]
+    """A new visitor whose two columns ask for 1,900 tokens each (minutes on this CPU)."""
+    from tests.browser.test_playground_ui import settle
+
+    page = browser.new_context(viewport={"width": 1500, "height": 1600}).new_page()
+    page.goto(url)
+    page.wait_for_selector("text=Variant 1", timeout=60_000)
+    pick(page, "preset 1", "fixed-64-stream")
+    pick(page, "preset 2", "fixed-64-stream")
+    for box in page.get_by_label("max_tokens", exact=True).all()[:2]:
+        settle(box, "1900")
+    page.get_by_role("button", name="Run", exact=True).click()
+    return page
+
+
+def server_quiet(base_url: str, timeout: float = 90) -> bool:
+    import time
+
+    from playground.server.prom import running_requests
+
+    deadline = time.monotonic() + timeout
+    while running_requests(base_url) > 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return running_requests(base_url) == 0
+
+
+@pytest.mark.reliability(case="a visitor closes the page mid-run, in the browser", where="their "
+                         "run stops: the server's running requests return to 0; what arrived "
+                         "is kept in the run file (cancelled)", order=59)
+def test_leaving_the_page_stops_the_run(browser, app_url: str, vllm_server: str,  # type: ignore[no-untyped-def]
+                                        app_runs: Path,
+                                        observed: Callable[[str], None]) -> None:
+    import json
+    import time
+
+    assert server_quiet(vllm_server)
+    before = set(app_runs.glob("playground/*.jsonl"))
+    page = long_run(browser, app_url)
+    expect(page.locator("#answer-0 textarea")).not_to_have_value("", timeout=LONG)
+    page.context.close()  # the visitor leaves
+    quiet = server_quiet(vllm_server)
+    deadline = time.monotonic() + 60
+    while not (new := set(app_runs.glob("playground/*.jsonl")) - before) \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    rows = [json.loads(line) for f in new for line in f.read_text().splitlines()]
+    observed(f"running on the server after the page closed: {0 if quiet else 'more than 0'}; "
+             f"run file: {[(r['status'], len(r['content'])) for r in rows]}")
+    assert quiet and len(rows) == 2 and all(r["status"] == "cancelled" for r in rows)
+
+
+@pytest.mark.reliability(case="one visitor opens 5 sessions and runs in each, in the browser",
+                         where="the 5th column says busy (a visitor may run 4 at once, the app "
+                         "16); the others run; leaving frees the slots", order=60)
+def test_one_visitor_gets_a_fair_share_of_the_slots(browser, app_url: str, vllm_server: str,  # type: ignore[no-untyped-def]
+                                                    observed: Callable[[str], None]) -> None:
+    """Runs that cannot end by themselves: a proxy holds their requests until the test lets
+    them go."""
+    held = FaultProxy(vllm_server).start()
+    pages = []
+
+    def visitor_run() -> Page:
+        page = browser.new_context(viewport={"width": 1500, "height": 1600}).new_page()
+        page.goto(app_url)
+        page.wait_for_selector("text=Variant 1", timeout=60_000)
+        connect(page, held.url("hold"))
+        page.get_by_role("button", name="Run", exact=True).click()
+        pages.append(page)
+        return page
+
+    try:
+        for _ in range(4):
+            visitor_run()
+            expect(pages[-1].locator("#live-status-0")).to_contain_text("since Run",
+                                                                        timeout=LONG)
+        fifth = visitor_run()
+        expect(fifth.locator("#metrics-0")).to_contain_text("busy", timeout=LONG)
+        text = fifth.locator("#metrics-0").inner_text()
+        running = [p.locator("#live-status-0").inner_text() for p in pages[:4]]
+        for p in pages:
+            p.context.close()  # leaving frees the slots: a new visitor runs again
+        again = visitor_run()
+        expect(again.locator("#live-status-0")).to_contain_text("since Run", timeout=LONG)
+        again.context.close()
+    finally:
+        held.release()
+        held.stop()
+    observed(text)
+    assert "one visitor may run 4 at once" in text
+    assert all("since Run" in r for r in running)  # in flight (held before the server)
+
+
+@pytest.mark.parametrize("url", [
+    pytest.param("not a url", marks=pytest.mark.reliability(
+        case="base URL 'not a url' typed into the UI", where="the connection status and the "
+        "Run's columns name the base URL and the fix; nothing is sent", order=23)),
+    pytest.param("file:///etc/passwd", marks=pytest.mark.reliability(
+        case="base URL file:///etc/passwd typed into the UI", where="the same message whether "
+        "or not the file exists: nothing is read", order=24)),
+])
+def test_bad_base_url_in_the_ui_is_named(page: Page, url: str,
+                                         observed: Callable[[str], None]) -> None:
+    page.get_by_text("Server connection").click()
+    page.get_by_label("base URL", exact=True).fill(url)
+    page.get_by_role("button", name="Connect", exact=True).click()
+    status = page.locator("#server-status")
+    expect(status).to_contain_text("base URL", timeout=LONG)
+    expect(status).to_contain_text("is not an http(s) URL")
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.locator("#error-0")).to_contain_text("base URL", timeout=LONG)
+    observed(status.inner_text())
+    assert "No such file" not in status.inner_text() and "root:" not in page.content()

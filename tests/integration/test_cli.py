@@ -70,3 +70,12 @@ def test_unknown_preset_is_a_clear_error() -> None:
 def test_empty_prompt_is_rejected_before_sending(vllm_server: str) -> None:
     out = playground("run", "--base-url", vllm_server, "--prompt", "  ")
     assert out.returncode == 2 and "prompt" in out.stderr
+
+
+def test_python_dash_m_playground_is_the_cli() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "playground", "--help"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and "bench" in out.stdout and "ui" in out.stdout

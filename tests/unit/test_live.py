@@ -207,3 +207,22 @@ def test_svg_views_scale_and_escape() -> None:
     svg = live_timeline([rec], 1.2)
     assert svg.startswith("<svg") and "TTFT 50 ms" in svg
     assert latency_bars([live("none")]) == ""  # nothing measured yet: nothing drawn
+
+
+def test_a_run_no_page_follows_is_abandoned_after_the_grace() -> None:
+    """The rule that frees a visitor's slots when they leave (or never had a page)."""
+    import time
+
+    from playground.ui.live_feed import Channel, Feed
+
+    now = time.monotonic()
+    nobody = Feed(opened=now - 30)  # a script's run: no page, no channel
+    assert nobody.abandoned(grace_s=20) and not Feed(opened=now).abandoned(grace_s=20)
+    ch = Channel.__new__(Channel)  # (no event loop needed for these fields)
+    ch.followers, ch.left = 1, float("-inf")
+    followed = Feed(opened=now - 300, channel=ch)
+    assert not followed.abandoned(grace_s=20)  # its page is there
+    ch.followers, ch.left = 0, now - 5
+    assert not followed.abandoned(grace_s=20)  # the page reconnects within the grace
+    ch.left = now - 25
+    assert followed.abandoned(grace_s=20)  # gone
