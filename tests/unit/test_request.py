@@ -151,7 +151,10 @@ def test_langchain_snippet_is_the_same_request_and_no_key() -> None:
     assert "llm.invoke(" in request.langchain_snippet(plain, "http://h:1/v1")
 
 
-def test_the_curl_snippet_quotes_every_value(tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.reliability(case="a base URL or prompt holding $(...) and quotes, pasted from the "
+                         "curl snippet", where="the shell runs nothing: every value is "
+                         "shell-quoted (curl gets them as text)", order=70)
+def test_the_curl_snippet_quotes_every_value(tmp_path, observed) -> None:  # type: ignore[no-untyped-def]
     """Pasted into a shell, the snippet passes the URL and the body as text: a `$(...)` in
     either runs nothing (curl is replaced by printf, which shows the arguments it got)."""
     import subprocess
@@ -166,4 +169,6 @@ def test_the_curl_snippet_quotes_every_value(tmp_path) -> None:  # type: ignore[
                          capture_output=True, text=True, check=True)
     args = out.stdout.splitlines()
     assert args[0] in ("-N", f"http://h:1/v1$(touch {mark})/chat/completions")
+    observed(f"curl got the URL {args[1] if args[0] == '-N' else args[0]!r}; command run: "
+             f"{mark.exists()}")
     assert f"$(touch {mark})" in out.stdout and not mark.exists()

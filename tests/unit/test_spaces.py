@@ -23,32 +23,3 @@ def test_space_requirements_are_the_core_dependencies_without_vllm() -> None:
              if line.strip() and not line.startswith("#")]
     assert sorted(lines) == sorted(project["dependencies"])
     assert not any("vllm" in line for line in lines)
-
-
-def test_wrong_logins_are_slowed_and_a_right_one_still_passes() -> None:
-    import asyncio
-    import inspect
-
-    from playground.ui.login import FREE, MAX_S, SlowLogin
-
-    waits: list[float] = []
-    now = [0.0]
-
-    async def sleep(s: float) -> None:  # a scripted clock: the waits asked for, no real time
-        waits.append(s)
-        now[0] += s
-
-    login = SlowLogin([("demo", "s3cret")], sleep=sleep, clock=lambda: now[0])
-    assert inspect.iscoroutinefunction(login.check)  # what Gradio checks before awaiting
-
-    async def main() -> list[bool]:
-        tries = [login.check("demo", f"guess{i}") for i in range(12)]
-        return [*await asyncio.gather(*tries), await login.check("demo", "s3cret"),
-                await login.check("nobody", "")]
-
-    results = asyncio.run(main())
-    assert results[:12] == [False] * 12 and results[12] is True and results[13] is False
-    assert len(waits) == 12 - FREE + 1 + 1  # every check after the free ones waited
-    assert waits == sorted(waits[:-2]) + waits[-2:] and max(waits) == MAX_S  # doubling, capped
-    now[0] += 120  # a minute later the slate is clean
-    assert login.delay_s() == 0.0

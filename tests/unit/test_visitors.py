@@ -1,0 +1,35 @@
+"""Each visitor's lists: run files carry the visitor's tag; lists show one visitor's runs, or
+everyone's for the operator (`--all-runs`, and the CLI's `runs list`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from playground.lab.store import RunStore
+from playground.settings import REPO_ROOT, Settings
+from playground.ui.context import UIContext, owner_of, visitor_of
+from playground.ui.replay_panel import recording_choices
+
+
+def test_lists_show_a_visitors_own_runs_or_all_for_the_operator(tmp_path: Path) -> None:
+    a, b = (owner_of(SimpleNamespace(session_hash=h)) for h in ("session-a", "session-b"))
+    assert a != b and len(a) == 12 and "session" not in a
+    store = RunStore(tmp_path)
+    for owner in (a, a, b):
+        store.new_run("playground", owner).path.write_text("{}\n")
+    shipped = len(list((REPO_ROOT / "presets" / "recordings").glob("*.json")))
+    ctx = UIContext.create(Settings(runs_dir=tmp_path))
+    assert len(recording_choices(ctx, a)) == shipped + 2
+    assert len(recording_choices(ctx, b)) == shipped + 1
+    assert len(recording_choices(ctx, "")) == shipped  # no session: nothing of anyone's
+    everyone = UIContext.create(Settings(runs_dir=tmp_path, list_all_runs=True))
+    assert len(recording_choices(everyone, "")) == shipped + 3
+    assert len(store.list_runs("playground")) == 3  # the CLI: all of them
+    assert store.list_runs("playground", "../x") == []  # not a tag: nothing
+
+
+def test_a_visitor_is_their_address() -> None:
+    req = SimpleNamespace(client=SimpleNamespace(host="10.0.0.7"),
+                          headers={"x-forwarded-for": "1.2.3.4"})
+    assert visitor_of(req) == "10.0.0.7"  # a header the client wrote is not trusted
