@@ -15,6 +15,7 @@ call or teardown. A row whose text says the message appears in the UI must be a 
 
 from __future__ import annotations
 
+import html
 import os
 import re
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from playground.outputs.fmt import md_text
 from playground.settings import REPO_ROOT
 
 _ROWS: dict[str, dict[str, Any]] = {}
@@ -79,9 +81,13 @@ def table(rows: list[dict[str, Any]]) -> str:
     lines = ["| case | where the message appears | what the user sees (from the test run) "
              "| outcome |", "|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (r["order"], r["case"])):
-        seen = r.get("seen", "-").replace("|", "/")
+        # what a test saw is untrusted text (model output, markup a test injected): shown as
+        # text; the row's own words only have < > & escaped (their `code` stays code)
+        seen = md_text(r.get("seen", "-"))
+        case, where = (html.escape(r[k], quote=False).replace("|", "/") for k in ("case",
+                                                                                 "where"))
         ok = {"passed": "pass", "failed": "**FAIL**", "skipped": "skipped"}[r["outcome"]]
-        lines.append(f"| {r['case']} | {r['where']} | {seen} | {ok} |")
+        lines.append(f"| {case} | {where} | {seen} | {ok} |")
     return "\n".join(lines)
 
 

@@ -79,3 +79,12 @@ def test_a_row_that_says_ui_must_be_a_browser_test() -> None:
                             item("tests/integration/test_b.py::t", "a fault in the CLI")])
     with pytest.raises(pytest.UsageError, match=r"test_b\.py"):
         reliability.check_rows([item("tests/integration/test_b.py::t", "a fault, in the UI")])
+
+
+def test_the_table_shows_what_a_test_saw_as_text() -> None:
+    page = reliability.table([{"case": "markup <img onerror=x>", "where": "`stderr`",
+                               "seen": "<script>x</script> [a](javascript:b) a|b",
+                               "outcome": "passed", "order": 1}])
+    row = page.splitlines()[-1]
+    assert "<" not in row and "&lt;img onerror=x&gt;" in row and "`stderr`" in row
+    assert "\\[a\\]" in row and "a\\|b" in row and row.count(" | ") == 3
