@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from playground.server import http
 from playground.server.managed import free_port
@@ -48,3 +49,11 @@ def app(*args: str, env_extra: dict[str, str] | None = None,
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+def open_page(browser: Any, url: str) -> Any:
+    """A new visitor (its own browser context) on the app at `url`, once the page is drawn."""
+    page = browser.new_context(viewport={"width": 1500, "height": 1600}).new_page()
+    page.goto(url)
+    page.wait_for_selector("text=Variant 1", timeout=60_000)
+    return page

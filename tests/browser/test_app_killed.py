@@ -11,27 +11,27 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from playground.server.prom import running_requests as running
-from tests.apphelp import app
+from tests.apphelp import app, open_page
 from tests.browser.test_playground_ui import LONG, pick, settle
 from tests.procs import alive, descendants, wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
 
-def open_page(browser, url: str) -> Page:  # type: ignore[no-untyped-def]
-    page = browser.new_context(viewport={"width": 1500, "height": 1600}).new_page()
-    page.goto(url)
-    page.wait_for_selector("text=Variant 1", timeout=60_000)
-    return page
-
-
 def lines(folder: Path) -> list[dict]:
     """Every line of every run file under `folder` (json.loads fails on a torn line)."""
     return [json.loads(line) for f in sorted(folder.glob("*.jsonl"))
             for line in f.read_text("utf-8").splitlines()]
+
+
+def app_env(vllm_server: str, tmp_path: Path) -> dict[str, str]:
+    """The app under test: the test server, no warm-up, its own run and presets folders."""
+    return {"PLAYGROUND_BASE_URL": vllm_server, "PLAYGROUND_WARMUP": "off",
+            "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs"),
+            "PLAYGROUND_USER_PRESETS_DIR": str(tmp_path / "u")}
 
 
 def quiet(base_url: str) -> None:
@@ -53,9 +53,7 @@ def test_app_killed_during_a_playground_run(browser, vllm_server: str, tmp_path:
                                             observed: Callable[[str], None]) -> None:
     quiet(vllm_server)
     runs = tmp_path / "runs"
-    env = {"PLAYGROUND_BASE_URL": vllm_server, "PLAYGROUND_WARMUP": "off",
-           "PLAYGROUND_RUNS_DIR": str(runs), "PLAYGROUND_USER_PRESETS_DIR": str(tmp_path / "u")}
-    with app(env_extra=env, log=tmp_path / "app.log") as (url, proc):
+    with app(env_extra=app_env(vllm_server, tmp_path), log=tmp_path / "app.log") as (url, proc):
         page = open_page(browser, url)
         pick(page, "preset 1", "fixed-64-stream")
         pick(page, "preset 2", "fixed-64-stream")
@@ -90,9 +88,7 @@ def test_app_killed_during_a_benchmark(browser, vllm_server: str, tmp_path: Path
                                        observed: Callable[[str], None]) -> None:
     quiet(vllm_server)
     runs = tmp_path / "runs"
-    env = {"PLAYGROUND_BASE_URL": vllm_server, "PLAYGROUND_WARMUP": "off",
-           "PLAYGROUND_RUNS_DIR": str(runs), "PLAYGROUND_USER_PRESETS_DIR": str(tmp_path / "u")}
-    with app(env_extra=env, log=tmp_path / "app.log") as (url, proc):
+    with app(env_extra=app_env(vllm_server, tmp_path), log=tmp_path / "app.log") as (url, proc):
         page = open_page(browser, url)
         page.get_by_role("tab", name="Benchmark").click()
         pick(page, "experiment (presets/experiments)", "stream-vs-nonstream-fixed")

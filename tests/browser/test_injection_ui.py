@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from playground.settings import REPO_ROOT
-from tests.apphelp import app
+from tests.apphelp import app, open_page
 from tests.browser.test_playground_ui import LONG
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -67,13 +67,6 @@ def evil_app(vllm_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
            "PLAYGROUND_USER_PRESETS_DIR": str(tmp / "user_presets")}
     with app(env_extra=env, log=tmp / "app.log") as (url, _):
         yield url
-
-
-def open_page(browser, url: str) -> Page:  # type: ignore[no-untyped-def]
-    page = browser.new_context(viewport={"width": 1500, "height": 1600}).new_page()
-    page.goto(url)
-    page.wait_for_selector("text=Variant 1", timeout=60_000)
-    return page
 
 
 def upload(page: Page, path: Path) -> None:

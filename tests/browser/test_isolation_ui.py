@@ -8,16 +8,10 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.apphelp import open_page as visitor
 from tests.browser.test_playground_ui import LONG, pick
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
-
-
-def visitor(browser, url: str) -> Page:  # type: ignore[no-untyped-def]
-    page = browser.new_context(viewport={"width": 1500, "height": 1600}).new_page()
-    page.goto(url)
-    page.wait_for_selector("text=Variant 1", timeout=60_000)
-    return page
 
 
 def replay_choices(page: Page) -> list[str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.apphelp import open_page
 from tests.browser.test_playground_ui import LONG, pick
 from tests.faultproxy import FaultProxy
 
@@ -125,16 +126,13 @@ def test_keys_stay_bound_to_their_server(browser, vllm_server: str, tmp_path: Pa
             def visit(base: str, key: str = "") -> list[dict]:
                 """One visitor's run; what the proxy saw meanwhile (every path)."""
                 start = len(p.seen)
-                ctx = browser.new_context(viewport={"width": 1500, "height": 1600})
-                page = ctx.new_page()
-                page.goto(url)
-                page.wait_for_selector("text=Variant 1", timeout=60_000)
+                page = open_page(browser, url)
                 connect(page, base, key)
                 pick(page, "preset 1", "fixed-64-stream")
                 pick(page, "preset 2", "fixed-64-nonstream")
                 page.get_by_role("button", name="Run", exact=True).click()
                 expect(page.locator("#metrics-1")).to_contain_text("E2E", timeout=LONG)
-                ctx.close()
+                page.context.close()
                 return p.seen[start:]
 
             op = visit(p.url("ok-operator"))  # the operator's server: the operator's key
@@ -257,9 +255,7 @@ def long_run(browser, url: str) -> Page:  # type: ignore[no-untyped-def]
     """A new visitor whose two columns ask for 1,900 tokens each (minutes on this CPU)."""
     from tests.browser.test_playground_ui import settle
 
-    page = browser.new_context(viewport={"width": 1500, "height": 1600}).new_page()
-    page.goto(url)
-    page.wait_for_selector("text=Variant 1", timeout=60_000)
+    page = open_page(browser, url)
     pick(page, "preset 1", "fixed-64-stream")
     pick(page, "preset 2", "fixed-64-stream")
     for box in page.get_by_label("max_tokens", exact=True).all()[:2]:
@@ -315,9 +311,7 @@ def test_one_visitor_gets_a_fair_share_of_the_slots(browser, app_url: str, vllm_
     pages = []
 
     def visitor_run() -> Page:
-        page = browser.new_context(viewport={"width": 1500, "height": 1600}).new_page()
-        page.goto(app_url)
-        page.wait_for_selector("text=Variant 1", timeout=60_000)
+        page = open_page(browser, app_url)
         connect(page, held.url("hold"))
         page.get_by_role("button", name="Run", exact=True).click()
         pages.append(page)
