@@ -81,6 +81,27 @@ class Settings(BaseModel):
     # On a shared page each visitor's lists (replay recordings, past runs) show that visitor's
     # own runs only; True (`playground ui --all-runs`, the operator's own machine) shows all.
     list_all_runs: bool = False
+    # Reverse proxies in front of the app (comma-separated addresses; `--trusted-proxy`): a
+    # request that comes from one of them is the visitor named in its X-Forwarded-For. From
+    # any other address that header is the client's own words, and ignored.
+    trusted_proxies: str = ""
+
+    def proxies(self) -> frozenset[str]:
+        return frozenset(a.strip() for a in self.trusted_proxies.split(",") if a.strip())
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _addresses(cls, value: str) -> str:
+        import ipaddress
+
+        for a in value.split(","):
+            if a.strip():
+                try:
+                    ipaddress.ip_address(a.strip())
+                except ValueError:
+                    raise ValueError(f"{a.strip()[:60]!r} is not an IP address -- give the "
+                                     "proxy's address, e.g. 127.0.0.1") from None
+        return value
 
     def server_python(self) -> str:
         import sys
@@ -140,7 +161,8 @@ class Settings(BaseModel):
 
 FLAGS = {"base_url": "--base-url / PLAYGROUND_BASE_URL", "timeout_s": "--timeout / "
          "PLAYGROUND_TIMEOUT_S", "api_key": "--api-key / PLAYGROUND_API_KEY",
-         "model": "--model / PLAYGROUND_MODEL"}
+         "model": "--model / PLAYGROUND_MODEL",
+         "trusted_proxies": "--trusted-proxy / PLAYGROUND_TRUSTED_PROXIES"}
 
 
 def check_base_url(url: str) -> str:

@@ -50,9 +50,12 @@ fi
 
 if [ "$want" = test ] && [ ! -x /usr/bin/chromium ]; then
   echo "== installing Debian's chromium for the browser tests"
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null
-  else
-    sudo apt-get update -q >/dev/null && sudo apt-get install -y -q chromium >/dev/null
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  aptlog=$(mktemp)
+  # apt's own chatter (debconf notes) goes to a log, shown only when the install fails
+  if ! { $sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q \
+      chromium; } >"$aptlog" 2>&1; then
+    cat "$aptlog"; rm -f "$aptlog"; echo "error: could not install chromium" >&2; exit 1
   fi
+  rm -f "$aptlog"
 fi

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -37,7 +38,8 @@ def app(*args: str, env_extra: dict[str, str] | None = None,
     yields (url, process) once it answers (200, or 401 behind auth), terminates it after."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLAYGROUND_")}
-    env.update({"GRADIO_ANALYTICS_ENABLED": "False", **(env_extra or {})})
+    env.update({"GRADIO_ANALYTICS_ENABLED": "False", "PLAYGROUND_TRUSTED_PROXIES": "127.0.0.1",
+                **(env_extra or {})})
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "playground.cli", "ui", "--port",
                                  str(port), *args], env=env, stdout=out,
@@ -51,9 +53,40 @@ def app(*args: str, env_extra: dict[str, str] | None = None,
         proc.wait(timeout=60)
 
 
-def open_page(browser: Any, url: str) -> Any:
-    """A new visitor (its own browser context) on the app at `url`, once the page is drawn."""
-    page = browser.new_context(viewport={"width": 1500, "height": 1600}).new_page()
+_VISITORS = itertools.count(1)
+
+
+def new_visitor() -> str:
+    """A visitor address of its own (TEST-NET-2, RFC 5737: never a real host; it only ever
+    travels in a header to an app on this machine that trusts 127.0.0.1 as its proxy)."""
+    n = next(_VISITORS)
+    return f"198.51.{100 + n // 250}.{n % 250 + 1}"
+
+
+def open_page(browser: Any, url: str, visitor: str | None = None) -> Any:
+    """A new visitor (its own browser context and, for an app that trusts 127.0.0.1 as its
+    proxy, its own address: its own fair share) on the app at `url`, once the page is
+    drawn. Pages given the same `visitor` are one visitor's sessions."""
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1600},
+                              extra_http_headers={"X-Forwarded-For": visitor or new_visitor()})
+    page = ctx.new_page()
     page.goto(url)
     page.wait_for_selector("text=Variant 1", timeout=60_000)
     return page
+
+
+def run_rows(runs: Path, kind: str = "playground") -> list[dict[str, Any]]:
+    """Every finished request in the app's run files of one kind (runs/KIND/*.jsonl), in
+    order: a run's result is final when its row is there."""
+    import json
+
+    rows = []
+    for f in sorted((runs / kind).glob("*.jsonl")):
+        for line in f.read_text("utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:  # a line still being written
+                continue
+            if row.get("kind") == "request":
+                rows.append(row)
+    return rows

@@ -15,9 +15,8 @@ then misbehaves:
   streaming column next to a good non-streaming one on the same base URL;
 - `hold`: holds every chat request until `release()` (a server busy warming up, for as long
   as the test needs), then passes it through;
-- `auth`: requires `Authorization: Bearer <api_key>` on /v1 (else vLLM's 401 body), then passes
-  through (the key is the proxy's, never in the URL: a test that greps for it must not find
-  the URL).
+- `flaky-metrics`: drops the connection of the first FLAKY_SCRAPES requests for /metrics (a
+  scrape that fails while the server is busy), then passes everything through.
 
 Every request the proxy saw is kept in `seen` (path and headers), so tests can check what was
 sent -- and that nothing was sent when input should have been rejected first.
@@ -34,13 +33,16 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from playground.server.http import IDLE_EXPIRY_S
+
 GOOD_EVENTS = 3
+FLAKY_SCRAPES = 3
 
 
 class FaultProxy:
-    def __init__(self, upstream: str, api_key: str = "") -> None:
+    def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/").removesuffix("/v1")
-        self.api_key = api_key
+        self.failed_scrapes = 0
         self.seen: list[dict[str, Any]] = []
         self.port = 0
         self._loop = asyncio.new_event_loop()
@@ -77,12 +79,16 @@ class FaultProxy:
         self._released = asyncio.Event()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{fault}/{tail:.*}", self._handle)
-        runner = web.AppRunner(app, handle_signals=False)
+        # a client that leaves cancels its handler (a held or stalled request ends with it)
+        runner = web.AppRunner(app, handle_signals=False, handler_cancellation=True)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", self._want_port)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
+        # upstream connections idle no longer than vLLM keeps them (server/http.IDLE_EXPIRY_S)
+        self._session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=None),
+            connector=aiohttp.TCPConnector(keepalive_timeout=IDLE_EXPIRY_S))
         self._ready.set()
         await self._stop.wait()
         await self._session.close()
@@ -100,17 +106,19 @@ class FaultProxy:
             if is_chat and self._released is not None:
                 await self._released.wait()
             fault = "ok"
-        if fault == "auth":  # like vLLM's --api-key: /v1 only (not /health, /version)
-            if tail.startswith("v1/") and \
-                    request.headers.get("Authorization") != f"Bearer {self.api_key}":
-                return web.json_response({"error": "Unauthorized"}, status=401)
+        if fault == "flaky-metrics":
+            if tail == "metrics" and self.failed_scrapes < FLAKY_SCRAPES:
+                self.failed_scrapes += 1
+                assert request.transport is not None
+                request.transport.abort()  # no answer at all: the scrape fails
+                return web.Response()
             fault = "ok"
         if fault == "500" and is_chat and b'"stream":true' in body.replace(b" ", b""):
             return web.json_response({"error": {"message": "EngineCore encountered an issue",
                                                 "type": "InternalServerError", "param": None,
                                                 "code": 500}}, status=500)
         headers = {k: v for k, v in request.headers.items()
-                   if k.lower() not in ("host", "content-length", "authorization")}
+                   if k.lower() not in ("host", "content-length")}
         async with self._session.request(request.method, f"{self.upstream}/{tail}",
                                          data=body, headers=headers,
                                          params=request.query) as up:
@@ -162,9 +170,9 @@ class FaultProxy:
         return resp
 
 
-def serving(upstream: str, api_key: str = "") -> Iterator[FaultProxy]:
-    """A started proxy for a fixture: `yield from serving(url, key)`; stopped afterwards."""
-    p = FaultProxy(upstream, api_key=api_key).start()
+def serving(upstream: str) -> Iterator[FaultProxy]:
+    """A started proxy for a fixture: `yield from serving(url)`; stopped afterwards."""
+    p = FaultProxy(upstream).start()
     try:
         yield p
     finally:

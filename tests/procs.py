@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -55,3 +56,23 @@ def descendants(pid: int) -> list[int]:
 def alive(pids: list[int]) -> list[int]:
     live = {p for p, _ in _stats()}
     return [p for p in pids if p in live]
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+            "utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+def engine_cores(pgid: int) -> list[int]:
+    """vLLM's engine processes in a process group: they name themselves `VLLM::EngineCore`
+    (and `VLLM::Worker` below it) -- a command line with no "vllm" or "--port" in it."""
+    return [p for p in group(pgid) if cmdline(p).startswith("VLLM::EngineCore")]
+
+
+def own(pattern: str) -> list[int]:
+    """This process's own descendants whose command line contains `pattern` (never a
+    machine-wide search: another test run's processes are not ours)."""
+    return [p for p in descendants(os.getpid()) if pattern in cmdline(p)]

@@ -12,10 +12,12 @@ DEFAULT_PROMPT = "长沙市岳麓区桃花岭路189号润丰园B座1202室 | 电
 
 
 def settings_of(args: argparse.Namespace) -> Settings:
+    proxies = getattr(args, "trusted_proxy", None)
     return Settings.from_env(base_url=getattr(args, "base_url", None),
                              api_key=getattr(args, "api_key", None),
                              model=getattr(args, "model", None),
-                             timeout_s=getattr(args, "timeout", None))
+                             timeout_s=getattr(args, "timeout", None),
+                             trusted_proxies=",".join(proxies) if proxies else None)
 
 
 def out_folder(value: str | None, flag: str = "--out") -> Path | None:

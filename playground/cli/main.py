@@ -110,6 +110,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--all-runs", action="store_true",
                    help="list every visitor's runs and recordings in the UI (default on a "
                    "shared page: each visitor sees their own)")
+    p.add_argument("--trusted-proxy", action="append", metavar="ADDR",
+                   help="the address of a reverse proxy in front of the app (repeatable): a "
+                   "request from it counts as the visitor its X-Forwarded-For names; anyone "
+                   "else's X-Forwarded-For is ignored (PLAYGROUND_TRUSTED_PROXIES)")
     p.set_defaults(func=cmd_ui)
 
     p = sub.add_parser("record", help="turn a playground run (runs/playground/*.jsonl) into "

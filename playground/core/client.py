@@ -23,6 +23,7 @@ from playground.errors import (
     ServerUnavailable,
     StreamError,
 )
+from playground.server import http
 
 # Set per request (per task) by Backend.events; the HTTP client's request hook calls it at the
 # moment the request is handed to the transport -- docs/measurement.md's t_send.
@@ -42,14 +43,14 @@ class Backend:
     def __init__(self, base_url: str, api_key: str, *, connect_timeout_s: float = 5.0,
                  read_timeout_s: float = 60.0, timeout_s: float = 120.0) -> None:
         self.base_url = base_url.rstrip("/")
-        timeout, http = sdk_transport(connect_timeout_s=connect_timeout_s,
-                                      read_timeout_s=read_timeout_s, timeout_s=timeout_s)
+        timeout, transport = sdk_transport(connect_timeout_s=connect_timeout_s,
+                                           read_timeout_s=read_timeout_s, timeout_s=timeout_s)
         self._client = openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=api_key,
             max_retries=0,  # a retried request would silently inflate TTFT
             timeout=timeout,
-            http_client=http,
+            http_client=transport,
         )
 
     async def aclose(self) -> None:
@@ -202,7 +203,7 @@ def sdk_transport(*, connect_timeout_s: float, read_timeout_s: float, timeout_s:
     """(openai.Timeout, an httpx client whose request hook calls `on_send`'s callback) -- what
     the SDK path uses, and what LangChain is given."""
     timeout = openai.Timeout(timeout_s, connect=connect_timeout_s, read=read_timeout_s)
-    return timeout, openai.DefaultAsyncHttpx2Client(timeout=timeout,
+    return timeout, openai.DefaultAsyncHttpx2Client(timeout=timeout, limits=http.pool_limits(),
                                                      event_hooks={"request": [_request_hook]})
 
 

@@ -30,6 +30,7 @@ from playground.errors import (
     ServerUnavailable,
     StreamError,
 )
+from playground.server.http import IDLE_EXPIRY_S
 
 try:  # orjson ships with gradio; plain json where it is missing (a bare GPU image)
     import orjson
@@ -63,7 +64,7 @@ class RawBackend:
         loop = asyncio.get_running_loop()
         s = self._sessions.get(id(loop))
         if s is None or s.closed:
-            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=60,
+            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=IDLE_EXPIRY_S,
                                              enable_cleanup_closed=True)
             s = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
             self._sessions[id(loop)] = s

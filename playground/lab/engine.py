@@ -156,7 +156,7 @@ class VllmBenchLoad:
                     hint=f"see {self.log}; or set background_engine: playground")
             try:
                 running = await asyncio.to_thread(prom.running_requests, self.spec.base_url)
-            except PlaygroundError:
+            except (PlaygroundError, OSError):  # a failed scrape (http.Unreachable): try again
                 running = 0.0
             if running >= want:
                 self.reached = running

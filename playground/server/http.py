@@ -26,6 +26,21 @@ from playground.errors import RequestRejected, ServerUnavailable
 
 MAX_BODY_BYTES = 8 * 2**20  # no probe or model list is larger; more is not a vLLM server
 
+# Connection reuse. vLLM's API server closes a connection idle for 5 s
+# (VLLM_HTTP_TIMEOUT_KEEP_ALIVE); a client that keeps it longer can write a request onto a
+# connection the server is closing and get "Server disconnected" before any byte comes back.
+# Every pool of ours (the SDK path's httpx client, the raw reader's aiohttp connector) lets an
+# idle connection go after 4 s, so it is never reused near the server's deadline: a request after
+# a pause of 4 s or more opens a new connection (its TTFT then includes a loopback connect).
+IDLE_EXPIRY_S = 4.0
+
+
+def pool_limits() -> httpx2.Limits:
+    """The SDK path's pool: the openai SDK's own limits, idle connections let go at
+    IDLE_EXPIRY_S."""
+    return httpx2.Limits(max_connections=1000, max_keepalive_connections=100,
+                         keepalive_expiry=IDLE_EXPIRY_S)
+
 
 class Unreachable(OSError):
     """Nothing answered in time (refused, DNS, timeout, connection dropped)."""

@@ -31,7 +31,7 @@ from playground.outputs.tables import (
     why_rows,
 )
 from playground.specs.experiments import load_experiment
-from playground.ui.context import UIContext, owner_of, visitor_of
+from playground.ui.context import UIContext, owner_of
 from playground.ui.live import follow
 
 REFRESH_S = 1.0
@@ -151,7 +151,7 @@ def build(ctx: UIContext) -> None:
                      n_background: float | None, wait_label: str, t_slo: float,
                      e_slo: float, request: gr.Request):
         wait = WAIT_METRICS.get(wait_label, "visible_wait_ms")
-        owner, who = owner_of(request), visitor_of(request)
+        owner, who = owner_of(request), ctx.visitor(request)
         if benches.get(who, 0) >= 1:  # a benchmark is heavy: one per visitor at a time
             raise gr.Error("you already have a benchmark running (another tab or session): "
                            "wait for it to end, or stop it")

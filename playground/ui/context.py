@@ -6,7 +6,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,15 +42,22 @@ def owner_of(request: Any) -> str:
     return hashlib.sha256(f"owner:{session}".encode()).hexdigest()[:12] if session else ""
 
 
-def visitor_of(request: Any) -> str:
-    """Whose share of the concurrency slots a run takes: the client's address (behind a
-    Space's proxy, the hop that proxy added -- the last X-Forwarded-For entry)."""
+def visitor_of(request: Any, trusted: Collection[str] = ()) -> str:
+    """Whose share of the concurrency slots a run takes: the client's address. Behind a proxy
+    the operator trusts (`--trusted-proxy`: the connection comes from it), the nearest address
+    in X-Forwarded-For that is not itself a trusted proxy; behind a Space's proxy, the hop that
+    proxy added (the last entry). Anyone else's X-Forwarded-For is ignored: a client cannot
+    make itself a new visitor by writing a header."""
     headers = getattr(request, "headers", None) or {}
-    forwarded = headers.get("x-forwarded-for", "") if os.environ.get("SPACE_ID") else ""
-    if forwarded:
-        return forwarded.split(",")[-1].strip()
     client = getattr(request, "client", None)
-    return str(getattr(client, "host", "") or "")
+    peer = str(getattr(client, "host", "") or "")
+    forwarded = [a.strip() for a in headers.get("x-forwarded-for", "").split(",") if a.strip()]
+    if forwarded and os.environ.get("SPACE_ID"):
+        return forwarded[-1]
+    if forwarded and peer in trusted:
+        outside = [a for a in forwarded if a not in trusted]
+        return outside[-1] if outside else forwarded[0]
+    return peer
 
 
 @dataclass(eq=False)
@@ -105,6 +112,10 @@ class UIContext:
         examples = load_examples(settings.presets_dir)
         return cls(settings, library, banner=banner, server_note=server_note,
                    replay_only=replay_only, examples=examples)
+
+    def visitor(self, request: Any) -> str:
+        """`visitor_of` with the operator's trusted proxies."""
+        return visitor_of(request, self.settings.proxies())
 
     def transformers_url(self) -> str | None:
         """The base URL of a running Transformers server started from the Server tab."""

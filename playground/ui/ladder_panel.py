@@ -21,7 +21,7 @@ from playground.lab.replay import from_history, save
 from playground.outputs import figures
 from playground.outputs.fmt import md_text, ms
 from playground.specs.ladders import Ladder, ladder_names, load_ladder
-from playground.ui.context import UIContext, owner_of, visitor_of
+from playground.ui.context import UIContext, owner_of
 from playground.ui.live_feed import FOLLOW_JS
 from playground.ui.stage import Session, Shown, Stage, record_history
 
@@ -119,7 +119,7 @@ def build(ctx: UIContext, stage: Stage, session: Any, n_columns: Any, prompt: An
         log = ctx.run_log(shown.recs, owner_of(request))
         try:
             values = await stage.play(sess, shown, work, ctx.measure, frame, log,
-                                      who=visitor_of(request))
+                                      who=ctx.visitor(request))
         finally:
             ctx.close_log(log)
         record_history(sess, shown.recs)

@@ -17,7 +17,7 @@ from playground.server.http import aserver_info
 from playground.ui import ladder_panel, replay_panel
 from playground.ui.column_view import column, controls_values, wire_column
 from playground.ui.columns import MAX_COLUMNS, variant_from_controls
-from playground.ui.context import UIContext, owner_of, visitor_of
+from playground.ui.context import UIContext, owner_of
 from playground.ui.live_feed import FOLLOW_JS
 from playground.ui.stage import Session, Shown, Stage, record_history
 
@@ -176,7 +176,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         log = ctx.run_log(shown.recs, owner_of(request))
         try:
             values = await stage.play(sess, shown, work, ctx.measure, frame, log,
-                                      who=visitor_of(request))
+                                      who=ctx.visitor(request))
         finally:  # also on Stop: finished and partial (marked cancelled) results are kept
             ctx.close_log(log)
         record_history(sess, shown.recs)

@@ -25,7 +25,7 @@ from playground.lab.replay import (
 )
 from playground.lab.store import RunStore
 from playground.outputs.fmt import DEMO_NOTICE, md_text
-from playground.ui.context import UIContext, owner_of, visitor_of
+from playground.ui.context import UIContext, owner_of
 from playground.ui.live_feed import FOLLOW_JS
 from playground.ui.stage import Session, Shown, Stage
 
@@ -125,7 +125,7 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
                             if isinstance(s, str)}
         frame = stage.frame(tok)
         return await stage.play(sess, shown, play(rec, recs, speed=float(rate)), ctx.measure,
-                                frame, who=visitor_of(request))
+                                frame, who=ctx.visitor(request))
 
     replay_btn.click(do_head, [pick, upload, speed, session], head_outputs, api_name=False,
                      queue=False)

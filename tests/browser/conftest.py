@@ -12,7 +12,7 @@ import pytest
 
 from playground.server.managed import free_port
 from playground.settings import REPO_ROOT
-from tests.apphelp import wait_listening
+from tests.apphelp import open_page, wait_listening
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -39,6 +39,8 @@ def app_url(vllm_server: str, tmp_path_factory: pytest.TempPathFactory,
     env = {**os.environ, "PLAYGROUND_BASE_URL": vllm_server, "GRADIO_SERVER_PORT": str(port),
            "PLAYGROUND_RUNS_DIR": str(runs), "GRADIO_ANALYTICS_ENABLED": "False",
            "PLAYGROUND_READ_TIMEOUT_S": "20",  # the stall test waits this long
+           # each test's pages are a visitor of their own (tests/apphelp.open_page)
+           "PLAYGROUND_TRUSTED_PROXIES": "127.0.0.1",
            "PLAYGROUND_USER_PRESETS_DIR": str(tmp_path_factory.mktemp("user_presets"))}
     log = (REPO_ROOT / ".cache" / "logs")
     log.mkdir(parents=True, exist_ok=True)
@@ -73,9 +75,7 @@ def browser() -> Iterator[object]:
 
 @pytest.fixture()
 def page(browser, app_url: str):  # type: ignore[no-untyped-def]
-    ctx = browser.new_context(viewport={"width": 1500, "height": 1600})
-    pg = ctx.new_page()
-    pg.goto(app_url)
-    pg.wait_for_selector("text=Variant 1", timeout=60_000)
+    """A new visitor's page: its own browser context and its own visitor address."""
+    pg = open_page(browser, app_url)
     yield pg
-    ctx.close()
+    pg.context.close()

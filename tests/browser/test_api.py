@@ -40,10 +40,12 @@ def test_ten_users_at_once_each_get_their_own_results(vllm_server: str, tmp_path
     from playground.server.prom import scrape, total
     from tests.apphelp import app
     from tests.faultproxy import FaultProxy
+    from tests.serverstate import idle
 
     n = 10
+    assert idle(vllm_server)  # the gauges below are about this test's requests
     proxy = FaultProxy(vllm_server).start()
-    done, seen = Event(), [0.0]
+    done, sampled, seen = Event(), Event(), [0.0]
 
     errors: list[str] = []
 
@@ -56,6 +58,7 @@ def test_ten_users_at_once_each_get_their_own_results(vllm_server: str, tmp_path
                 continue
             seen[0] = max(seen[0], total(snap, "vllm:num_requests_running")
                           + total(snap, "vllm:num_requests_waiting"))
+            sampled.set()
             time.sleep(0.02)
 
     def held() -> int:
@@ -86,7 +89,7 @@ def test_ten_users_at_once_each_get_their_own_results(vllm_server: str, tmp_path
                     time.sleep(0.05)
                 at_once = held()
                 watcher.start()
-                time.sleep(0.2)  # (the watcher's first sample: the server is idle)
+                assert sampled.wait(60)  # the watcher's first sample: the server is idle
                 proxy.release()
                 results = [f.result(timeout=300) for f in futures]
     finally:

@@ -1,11 +1,13 @@
 """The app itself killed (SIGKILL) or stopped (SIGTERM) while a Playground run or a benchmark is
 in flight: the run files stay readable, what was measured stays measured, and nothing the app
-started keeps running (its own processes, and the requests on the real test server)."""
+started keeps running -- its own processes, the managed vLLM it started from the Server tab
+(its whole process group, EngineCore included), and the requests on the real test server."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -13,10 +15,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from playground.server.managed import free_port
 from playground.server.prom import running_requests as running
 from tests.apphelp import app, open_page
-from tests.browser.test_playground_ui import LONG, pick, settle
-from tests.procs import alive, descendants, wait_for
+from tests.browser.test_playground_ui import LONG, pick
+from tests.faultproxy import FaultProxy
+from tests.procs import alive, children, descendants, engine_cores, group, wait_for
+from tests.serverstate import idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -27,69 +32,111 @@ def lines(folder: Path) -> list[dict]:
             for line in f.read_text("utf-8").splitlines()]
 
 
-def app_env(vllm_server: str, tmp_path: Path) -> dict[str, str]:
-    """The app under test: the test server, no warm-up, its own run and presets folders."""
+def app_env(vllm_server: str, tmp_path: Path, model_dir: Path) -> dict[str, str]:
+    """The app under test: the test server, no warm-up, its own run and presets folders, and
+    the demo model (without saved weights) for the server it manages."""
+    model = tmp_path / "model"
+    shutil.copytree(model_dir, model, ignore=shutil.ignore_patterns("*.safetensors"))
     return {"PLAYGROUND_BASE_URL": vllm_server, "PLAYGROUND_WARMUP": "off",
             "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs"),
-            "PLAYGROUND_USER_PRESETS_DIR": str(tmp_path / "u")}
+            "PLAYGROUND_USER_PRESETS_DIR": str(tmp_path / "u"),
+            "PLAYGROUND_SERVE_MODEL": str(model), "PLAYGROUND_CACHE_DIR": str(tmp_path / "c")}
+
+
+def start_managed(page, app_pid: int) -> tuple[int, list[int]]:  # type: ignore[no-untyped-def]
+    """Start a managed vLLM from the Server tab (it loads while the test goes on); return its
+    process group and its engine processes once vLLM's EngineCore exists."""
+    page.get_by_role("tab", name="Server").click()
+    page.get_by_label("port", exact=True).fill(str(free_port()))
+    page.get_by_role("button", name="Start", exact=True).click()
+
+    def engines() -> list[int]:
+        return [e for g in children(app_pid) if os.getpgid(g) == g for e in engine_cores(g)]
+
+    assert wait_for(lambda: bool(engines()), timeout=300, step=0.5)
+    (pgid,) = {os.getpgid(e) for e in engines()}
+    page.get_by_role("tab", name="Playground").click()
+    return pgid, engines()
+
+
+def gone(pgid: int, engines: list[int]) -> bool:
+    """The managed server's whole process group has ended, its engine processes included."""
+    return wait_for(lambda: not group(pgid) and not alive(engines), timeout=60)
 
 
 def quiet(base_url: str) -> None:
-    assert wait_for(lambda: running(base_url) == 0, timeout=120, step=0.2)
+    assert idle(base_url)
 
 
 @pytest.mark.parametrize("sig", [
     pytest.param(signal.SIGKILL, marks=pytest.mark.reliability(
         case="the app killed (SIGKILL) during a Playground run, in the browser", where="the "
         "run file (runs/playground): readable, the finished column's request in it; no "
-        "process of the app left; the server's running requests back to 0", order=43)),
+        "process of the app left, its managed vLLM's whole group (EngineCore included) gone; "
+        "the server's running requests back to 0", order=43)),
     pytest.param(signal.SIGTERM, marks=pytest.mark.reliability(
         case="the app stopped (SIGTERM) during a Playground run, in the browser", where="the "
         "run file keeps both columns: the finished one, and the one in flight as cancelled "
-        "with its partial text; nothing left running", order=44)),
+        "with its partial text; nothing left running (its managed vLLM's group, EngineCore "
+        "included, gone)", order=44)),
 ])
 def test_app_killed_during_a_playground_run(browser, vllm_server: str, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                            sig: signal.Signals,
+                                            sig: signal.Signals, demo_model_dir: Path,
                                             observed: Callable[[str], None]) -> None:
     quiet(vllm_server)
     runs = tmp_path / "runs"
-    with app(env_extra=app_env(vllm_server, tmp_path), log=tmp_path / "app.log") as (url, proc):
-        page = open_page(browser, url)
-        pick(page, "preset 1", "fixed-64-stream")
-        pick(page, "preset 2", "fixed-64-stream")
-        settle(page.get_by_label("max_tokens", exact=True).nth(1), "1900")  # cannot finish
-        page.get_by_role("button", name="Run", exact=True).click()
-        expect(page.locator("#answer-1 textarea")).not_to_have_value("", timeout=LONG)
-        # column 1 (64 tokens) is final when its request is in the run file
-        assert wait_for(lambda: len(lines(runs / "playground")) >= 1 if
-                        (runs / "playground").exists() else False, timeout=120)
-        kids = descendants(proc.pid)
-        os.kill(proc.pid, sig)
-        proc.wait(timeout=60)
+    # The app talks to the server through a proxy that stalls streams after three events: the
+    # streaming column is in flight, with partial text, for as long as the test needs (a long
+    # generation could finish first on a fast box); the non-streaming one finishes.
+    stall = FaultProxy(vllm_server).start()
+    env = {**app_env(vllm_server, tmp_path, demo_model_dir),
+           "PLAYGROUND_BASE_URL": stall.url("stall")}
+    try:
+        with app(env_extra=env, log=tmp_path / "app.log") as (url, proc):
+            page = open_page(browser, url)
+            pgid, engines = start_managed(page, proc.pid)
+            pick(page, "preset 1", "fixed-64-nonstream")
+            pick(page, "preset 2", "fixed-64-stream")
+            page.get_by_role("button", name="Run", exact=True).click()
+            expect(page.locator("#answer-1 textarea")).not_to_have_value("", timeout=LONG)
+            # column 1 is final when its request is in the run file
+            assert wait_for(lambda: len(lines(runs / "playground")) >= 1 if
+                            (runs / "playground").exists() else False, timeout=120)
+            kids = descendants(proc.pid)
+            os.kill(proc.pid, sig)
+            proc.wait(timeout=60)
+    finally:
+        stall.stop()
     rows = lines(runs / "playground")
     left = wait_for(lambda: not alive(kids), timeout=30)
+    server_gone = gone(pgid, engines)
     quiet(vllm_server)
     got = [(r["status"], r["metrics"]["completion_tokens"], len(r["content"])) for r in rows]
     observed(f"{sig.name}: run file rows (status, tokens, chars) {got}; app processes left: "
-             f"{len(alive(kids))}; running on the server: {running(vllm_server):.0f}")
-    assert left
+             f"{len(alive(kids))}; its managed vLLM's group (EngineCore included) left: "
+             f"{len(group(pgid))}; running on the server: {running(vllm_server):.0f}")
+    assert left and server_gone
     assert ("done", 64) in [(s, n) for s, n, _ in got]
     if sig == signal.SIGTERM:  # the one in flight is kept too, as cancelled
         assert len(got) == 2 and any(s == "cancelled" and c > 0 for s, _, c in got)
-    else:
-        assert len(got) in (1, 2)
+    else:  # no code of the app ran after SIGKILL: what was final before it is what is kept
+        assert len(got) == 1
 
 
 @pytest.mark.reliability(case="the app killed (SIGKILL) during a benchmark, in the browser",
                          where="the benchmark's run file: every line readable, every finished "
-                         "request in it; no process of the app left; the server's running "
-                         "requests back to 0", order=42)
+                         "request in it; no process of the app left, its managed vLLM's whole "
+                         "group (EngineCore included) gone; the server's running requests back "
+                         "to 0", order=42)
 def test_app_killed_during_a_benchmark(browser, vllm_server: str, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                       demo_model_dir: Path,
                                        observed: Callable[[str], None]) -> None:
     quiet(vllm_server)
     runs = tmp_path / "runs"
-    with app(env_extra=app_env(vllm_server, tmp_path), log=tmp_path / "app.log") as (url, proc):
+    env = app_env(vllm_server, tmp_path, demo_model_dir)
+    with app(env_extra=env, log=tmp_path / "app.log") as (url, proc):
         page = open_page(browser, url)
+        pgid, engines = start_managed(page, proc.pid)
         page.get_by_role("tab", name="Benchmark").click()
         pick(page, "experiment (presets/experiments)", "stream-vs-nonstream-fixed")
         page.get_by_label("examples (empty = experiment's)").fill("10")
@@ -105,9 +152,11 @@ def test_app_killed_during_a_benchmark(browser, vllm_server: str, tmp_path: Path
     rows = [json.loads(line) for line in text]  # every line is complete JSON
     done = [r for r in rows if r.get("kind") == "request"]
     left = wait_for(lambda: not alive(kids), timeout=30)
+    server_gone = gone(pgid, engines)
     quiet(vllm_server)
     observed(f"{len(text)} lines, all valid JSON; {len(done)} finished requests kept (of 400 "
-             f"planned); app processes left: {len(alive(kids))}; running on the server: "
+             f"planned); app processes left: {len(alive(kids))}; its managed vLLM's group "
+             f"(EngineCore included) left: {len(group(pgid))}; running on the server: "
              f"{running(vllm_server):.0f}")
-    assert left and 4 <= len(done) < 400
+    assert left and server_gone and 4 <= len(done) < 400
     assert all(r["metrics"]["completion_tokens"] == 64 for r in done)

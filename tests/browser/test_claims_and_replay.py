@@ -4,7 +4,6 @@ real Chromium."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -60,9 +59,11 @@ def ms(text: str, label: str) -> float:
 
 
 def open_recording(page: Page, path: Path) -> None:
-    """Upload a recording into the replay panel (not yet pressing Replay)."""
+    """Upload a recording into the replay panel and wait until the app has checked it (its
+    message names the file); not yet pressing Replay."""
     page.locator("#replay-panel").get_by_text("Replay a recording").click()
     page.locator("#replay-panel input[type=file]").set_input_files(str(path))
+    expect(page.locator("#replay-info")).to_contain_text(f"{path.name}: ", timeout=60_000)
 
 
 def test_replay_restreams_both_columns_in_recorded_order_and_pace(page: Page,
@@ -72,7 +73,6 @@ def test_replay_restreams_both_columns_in_recorded_order_and_pace(page: Page,
     slow = recorded("slow-nonstream", False, 10.0, [(0, "the whole answer")], 14.0)
     open_recording(page, save(from_history([fast, slow], title="synthetic"),
                               tmp_path / "synthetic.json"))
-    time.sleep(1)  # let the upload land before pressing Replay
     page.locator("#replay-run").click()
     expect(page.locator("#replay-info")).to_contain_text("replaying", timeout=30_000)
     fast_box, slow_box = page.locator("#answer-0 textarea"), page.locator("#answer-1 textarea")

@@ -10,6 +10,7 @@ from playwright.sync_api import Page, expect
 
 from tests.apphelp import open_page as visitor
 from tests.browser.test_playground_ui import LONG, pick
+from tests.procs import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -49,7 +50,8 @@ def test_visitors_see_only_their_own_runs_and_keep_their_presets(
     a.get_by_role("button", name="Run", exact=True).click()
     expect(a.locator("#metrics-1")).to_contain_text("E2E", timeout=LONG)
     expect(a.locator("#metrics-0")).to_contain_text("E2E", timeout=LONG)
-    a.wait_for_timeout(1000)  # the list refresh chained after the run
+    # the list refresh is chained after the run: wait for A's run to be listed
+    assert wait_for(lambda: len(replay_choices(a)) > len(shipped), 60, step=0.5)
     mine = [c for c in replay_choices(a) if c not in shipped]
     theirs = [c for c in replay_choices(b) if c not in shipped]
     fresh = visitor(browser, app_url)

@@ -19,6 +19,7 @@ from tests.apphelp import app
 from tests.browser.test_claims_and_replay import open_recording
 from tests.browser.test_playground_ui import LONG, pick
 from tests.faultproxy import FaultProxy
+from tests.procs import wait_for
 from tests.unit.test_replay import recorded
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -103,11 +104,13 @@ def test_save_as_preset_then_pick_it(page: Page) -> None:
 def test_session_history_grows_run_by_run(page: Page) -> None:
     pick(page, "preset 1", "fixed-64-stream")
     pick(page, "preset 2", "fixed-64-nonstream")
-    for _ in range(2):
-        page.get_by_role("button", name="Run", exact=True).click()
-        expect(page.locator("#metrics-1")).to_contain_text("E2E", timeout=LONG)
-        page.wait_for_timeout(500)  # the history is drawn by the event after the run
     page.get_by_text("This session's history").click()
+    table = page.locator("#history-table")
+    for n in (1, 2):
+        page.get_by_role("button", name="Run", exact=True).click()
+        # the history is drawn by the event after the run: wait for this run's row
+        assert wait_for(lambda n=n: table.inner_text().count("fixed-64-nonstream") == n,
+                        LONG / 1000, step=0.3), table.inner_text()
     expect(page.locator("#history-plot svg")).to_be_visible(timeout=30_000)
     expect(page.locator("#history-plot svg")).to_contain_text("run 1..2")
     expect(page.locator("#history-table")).to_contain_text("fixed-64-nonstream")
@@ -137,7 +140,6 @@ def test_replay_speed_reaches_the_replay(page: Page, tmp_path: Path) -> None:
     speed = page.get_by_label("number input for speed")
     speed.fill("4")
     speed.press("Enter")
-    time.sleep(1)  # let the upload land
     page.locator("#replay-run").click()
     expect(page.locator("#replay-info")).to_contain_text("at 4x", timeout=30_000)
     expect(page.locator("#metrics-1")).to_contain_text("E2E", timeout=30_000)
@@ -211,7 +213,6 @@ def test_ladder_plays_step_by_step_and_replays_from_its_recording(page: Page,
     page.get_by_text("Ladder: an article's table, played live").click()
     expect(page.locator("#ladder-table")).to_have_text("")
     open_recording(page, saved)
-    time.sleep(1)
     page.locator("#replay-run").click()
     expect(page.locator("#ladder-table")).to_contain_text("D: + guided JSON", timeout=LONG)
     expect(page.locator("#error-0")).to_contain_text("needs a Transformers server")

@@ -11,28 +11,30 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from playground.server.prom import running_requests as running
+from tests.serverstate import idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 LONG = 120_000
 
 
+# Gradio's status tracker over a component whose event is still running (a preset's values on
+# their way into the column's controls); it gets `hide` when the event is done.
+PENDING = "div.wrap.full:not(.hide)"
+
+
 def pick(page: Page, label: str, option: str) -> None:
+    """Choose `option` in a dropdown and wait until the event it starts (a preset filling its
+    column's controls) has finished."""
     page.get_by_label(label, exact=True).click()
     page.get_by_role("option", name=option, exact=True).click()
+    expect(page.locator(PENDING)).to_have_count(0, timeout=LONG)
 
 
 def settle(box, value: str) -> None:  # type: ignore[no-untyped-def]
-    """Type `value` into a control and make it stick: a preset picked just before fills its
-    controls from an event that can land after the typing."""
-    for _ in range(20):
-        box.fill(value)
-        box.press("Tab")
-        box.page.wait_for_timeout(300)
-        if box.input_value() == value:
-            box.page.wait_for_timeout(300)
-            if box.input_value() == value:
-                return
-    raise AssertionError(f"the control did not keep {value!r}")
+    """Type `value` into a control (after `pick`, whose event has landed) and leave it."""
+    box.fill(value)
+    box.press("Tab")
+    expect(box).to_have_value(value)
 
 
 def set_number(page: Page, label: str, value: int) -> None:
@@ -109,9 +111,7 @@ def test_stop_ends_a_long_generation_on_the_server(page: Page, vllm_server: str,
     # A generation that cannot end by itself in the window: 1,900 tokens at ignore_eos; Stop is
     # clicked as soon as both columns show text, and the run file must then hold fewer tokens
     # than were asked for -- a Stop that did nothing would end with all 1,900 ("finish: length")
-    deadline = time.monotonic() + 120  # no other test's generation still on the server
-    while running(vllm_server) > 0 and time.monotonic() < deadline:
-        time.sleep(0.2)
+    assert idle(vllm_server)  # no other test's generation on the server: the gauge is ours
     before = set(app_runs.glob("playground/*.jsonl"))
     pick(page, "preset 1", "fixed-64-stream")
     pick(page, "preset 2", "fixed-64-stream")
@@ -121,10 +121,7 @@ def test_stop_ends_a_long_generation_on_the_server(page: Page, vllm_server: str,
     for i in range(2):  # text has arrived in both columns: this run is the one in flight
         expect(page.locator(f"#answer-{i} textarea")).not_to_have_value("", timeout=LONG)
     page.get_by_role("button", name="Stop", exact=True).click(force=True)
-    deadline = time.monotonic() + 30  # bounded wait for the engine to drop the requests
-    while running(vllm_server) > 0 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert running(vllm_server) == 0
+    assert idle(vllm_server)  # the engine dropped both requests
     for i in range(2):  # the column says so, keeps what arrived, and shows no error
         expect(page.locator(f"#metrics-{i}")).to_contain_text("stopped (partial output kept)",
                                                               timeout=30_000)

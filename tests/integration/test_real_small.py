@@ -8,31 +8,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from playground.server import small_model
-from playground.server.embedded import small_config
-from playground.server.managed import free_port
-from playground.settings import REPO_ROOT
-from tests.conftest import serving
 
 pytestmark = pytest.mark.server
-
-
-@pytest.fixture(scope="module")
-def small_server() -> Iterator[str]:
-    target = REPO_ROOT / ".cache" / "test-real-small"
-    if not small_model.is_built(target):
-        out = subprocess.run([sys.executable, "-m", "playground.cli", "demo-model", str(target),
-                              "--real-small"], capture_output=True, text=True, timeout=900)
-        assert out.returncode == 0, out.stderr[-3000:]
-        assert "SmolLM2-135M-Instruct (real weights) written to" in out.stdout
-    assert small_model.is_small_dir(target)
-    config = small_config(target, free_port()).model_copy(update={"enforce_eager": True})
-    yield from serving(config, "test-real-small.log")
 
 
 def test_real_small_answers_real_text_and_the_board_judges_what_the_demo_cannot(

@@ -16,6 +16,7 @@ from playground.server.http import server_info
 from playground.server.prom import running_requests
 from playground.settings import REPO_ROOT, Settings
 from playground.specs.presets import PresetLibrary, Variant
+from tests.serverstate import idle
 
 pytestmark = pytest.mark.server
 MODEL = "Qwen/Qwen3-0.6B"
@@ -122,6 +123,7 @@ async def test_sequential_mode_runs_one_after_another(settings: Settings) -> Non
                          "server return to 0", order=40)
 async def test_closing_the_run_aborts_the_request_on_the_server(settings: Settings,
                                                                 observed) -> None:
+    assert await asyncio.to_thread(idle, settings.base_url)  # the gauge is about this test
     v = fixed("long", stream=True, max_tokens=1500)
     rec = new_recording(v, request.build(v, PROMPT, MODEL), settings.base_url)
     pool = ClientPool("EMPTY")
@@ -131,10 +133,7 @@ async def test_closing_the_run_aborts_the_request_on_the_server(settings: Settin
             break
     await gen.aclose()
     assert rec.status == "cancelled" and rec.content  # partial output kept
-    for _ in range(100):  # bounded wait for the engine to drop the request
-        if running_requests(settings.base_url) == 0:
-            break
-        await asyncio.sleep(0.1)
+    await asyncio.to_thread(idle, settings.base_url)  # the engine drops it on its next step
     running = running_requests(settings.base_url)
     observed(f"status {rec.status}, {len(rec.content)} chars kept, running on the server: "
              f"{running}")

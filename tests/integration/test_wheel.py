@@ -36,6 +36,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     built = _run([sys.executable, "-m", "pip", "wheel", str(REPO_ROOT), "--no-deps",
                   "--no-build-isolation", "-q", "-w", str(tmp / "dist")])
     assert built.returncode == 0, built.stderr[-2000:]
+    # a quiet build: every folder of package data is declared (no "Package would be ignored"
+    # walls of text for a newcomer's first install)
+    assert "Warning" not in built.stdout + built.stderr, (built.stdout + built.stderr)[-2000:]
     wheel = next((tmp / "dist").glob("qwen_latency_lab-*.whl"))
     venv = tmp / "venv"
     assert _run([sys.executable, "-m", "venv", "--without-pip", str(venv)]).returncode == 0

@@ -6,6 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
+from playground.errors import ValidationFailed
 from playground.lab.store import RunStore
 from playground.settings import REPO_ROOT, Settings
 from playground.ui.context import UIContext, owner_of, visitor_of
@@ -33,3 +36,25 @@ def test_a_visitor_is_their_address() -> None:
     req = SimpleNamespace(client=SimpleNamespace(host="10.0.0.7"),
                           headers={"x-forwarded-for": "1.2.3.4"})
     assert visitor_of(req) == "10.0.0.7"  # a header the client wrote is not trusted
+
+
+def test_behind_a_trusted_proxy_the_visitor_is_the_forwarded_address() -> None:
+    def req(peer: str, forwarded: str) -> SimpleNamespace:
+        return SimpleNamespace(client=SimpleNamespace(host=peer),
+                               headers={"x-forwarded-for": forwarded})
+
+    proxy = Settings(trusted_proxies="127.0.0.1, 10.0.0.2").proxies()
+    assert proxy == {"127.0.0.1", "10.0.0.2"}
+    assert visitor_of(req("127.0.0.1", "198.51.100.7"), proxy) == "198.51.100.7"
+    # a chain of trusted proxies: the nearest address that is not one of them; what the
+    # visitor wrote in front of it (a spoofed first entry) is not believed
+    assert visitor_of(req("127.0.0.1", "6.6.6.6, 198.51.100.7, 10.0.0.2"), proxy) == \
+        "198.51.100.7"
+    # from an address that is not a trusted proxy the header is the client's own words
+    assert visitor_of(req("203.0.113.5", "198.51.100.7"), proxy) == "203.0.113.5"
+    assert visitor_of(req("127.0.0.1", ""), proxy) == "127.0.0.1"
+
+
+def test_a_trusted_proxy_must_be_an_address() -> None:
+    with pytest.raises(ValidationFailed, match=r"trusted_proxies \(--trusted-proxy.*not an IP"):
+        Settings.from_env({"PLAYGROUND_TRUSTED_PROXIES": "127.0.0.1,proxy.example"})
