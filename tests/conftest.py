@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,7 +30,7 @@ from playground.server import demo_model, small_model
 from playground.server.embedded import small_config
 from playground.server.managed import ManagedServer, ServerConfig, cpu_demo_config, free_port
 from playground.settings import REPO_ROOT, Settings
-from tests.boot import boot, end_all
+from tests.boot import AppBoot, app_boot, boot, end_all
 from tests.reliability import (
     check_rows,
     observed,
@@ -88,6 +90,21 @@ SERVERS = {  # fixture name -> how its server is made
 }
 
 
+def _main_url() -> str:
+    return os.environ.get("PLAYGROUND_TEST_BASE_URL") or \
+        SERVERS["vllm_server"]().server().config.base_url
+
+
+_APP_ROOT: list[Path] = []  # the session app's folders (made on first use, removed at the end)
+
+
+def session_app() -> AppBoot:
+    """The app the browser tests share (tests/browser/conftest: app_url)."""
+    if not _APP_ROOT:
+        _APP_ROOT.append(Path(tempfile.mkdtemp(prefix="qll-test-app-")))
+    return app_boot(_main_url, LOGS / "test-app.log", _APP_ROOT[0])
+
+
 @pytest.fixture(scope="session")
 def demo_model_dir() -> Path:
     return _demo_dir()
@@ -142,7 +159,7 @@ def _order(item: pytest.Item) -> int:
     integration tests (the real small model's first, so that its server can go), browser tests
     last: Playwright's sync API keeps an event loop running in
     the main thread for the rest of the session, which async tests cannot share."""
-    if item.get_closest_marker("browser") is not None:
+    if item.get_closest_marker("browser") is not None or item.nodeid.startswith("tests/browser/"):
         return 3
     if item.nodeid.startswith("tests/unit/"):
         return 0
@@ -152,11 +169,18 @@ def _order(item: pytest.Item) -> int:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_order)
     check_rows(items)
+    def needed(fixture: str) -> bool:
+        return any(fixture in getattr(i, "fixturenames", ()) for i in items)
+
     for name, make in SERVERS.items():
         external = name == "vllm_server" and os.environ.get("PLAYGROUND_TEST_BASE_URL")
-        if not external and any(name in getattr(i, "fixturenames", ()) for i in items):
+        if not external and needed(name):
             make().begin()
+    if needed("app_url"):
+        session_app().begin()
 
 
 def pytest_unconfigure() -> None:
     end_all()
+    for root in _APP_ROOT:
+        shutil.rmtree(root, ignore_errors=True)

@@ -80,7 +80,8 @@ class FaultProxy:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{fault}/{tail:.*}", self._handle)
         # a client that leaves cancels its handler (a held or stalled request ends with it)
-        runner = web.AppRunner(app, handle_signals=False, handler_cancellation=True)
+        runner = web.AppRunner(app, handle_signals=False, handler_cancellation=True,
+                                shutdown_timeout=1.0)  # stop() does not wait out clients
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", self._want_port)
         await site.start()

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from playground.server.managed import free_port
-from playground.settings import REPO_ROOT
-from tests.apphelp import open_page, wait_listening
+from tests.apphelp import open_page
+from tests.conftest import session_app
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -21,44 +17,21 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 
 
 @pytest.fixture(scope="session")
-def app_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def app_runs() -> Path:
     """The app's run folder (PLAYGROUND_RUNS_DIR): tests grep what it wrote."""
-    return tmp_path_factory.mktemp("runs")
+    return session_app().runs
 
 
 @pytest.fixture(scope="session")
 def app_log() -> Path:
-    return REPO_ROOT / ".cache" / "logs" / "test-app.log"
+    return session_app().log
 
 
 @pytest.fixture(scope="session")
-def app_url(vllm_server: str, tmp_path_factory: pytest.TempPathFactory,
-            app_runs: Path) -> Iterator[str]:
-    port = free_port()
-    runs = app_runs
-    env = {**os.environ, "PLAYGROUND_BASE_URL": vllm_server, "GRADIO_SERVER_PORT": str(port),
-           "PLAYGROUND_RUNS_DIR": str(runs), "GRADIO_ANALYTICS_ENABLED": "False",
-           "PLAYGROUND_READ_TIMEOUT_S": "20",  # the stall test waits this long
-           # each test's pages are a visitor of their own (tests/apphelp.open_page)
-           "PLAYGROUND_TRUSTED_PROXIES": "127.0.0.1",
-           "PLAYGROUND_USER_PRESETS_DIR": str(tmp_path_factory.mktemp("user_presets"))}
-    log = (REPO_ROOT / ".cache" / "logs")
-    log.mkdir(parents=True, exist_ok=True)
-    with (log / "test-app.log").open("wb") as out:
-        proc = subprocess.Popen([sys.executable, str(REPO_ROOT / "app.py")], env=env,
-                                stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        wait_listening(url, proc, log / "test-app.log")
-        yield url
-    finally:
-        proc.terminate()  # the app stops the servers it started, then exits
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-            raise
+def app_url(vllm_server: str) -> str:
+    """`python app.py` on the main test server (started in the background once that server
+    answered: tests/boot; stopped at the end of the session)."""
+    return session_app().wait()
 
 
 @pytest.fixture(scope="session")

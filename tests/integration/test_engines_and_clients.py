@@ -33,6 +33,7 @@ from playground.specs.experiments import experiment_from_dict
 from playground.specs.ladders import load_ladder
 from playground.specs.presets import PresetLibrary, Variant
 from tests.conftest import Keyed
+from tests.orphans import ends_clean
 
 pytestmark = pytest.mark.server
 
@@ -164,22 +165,16 @@ def test_ladder_step_a_runs_on_a_transformers_server(transformers_server: Manage
 def test_local_model_directory_is_served_by_path_and_usable_by_the_board(
         transformers_server: ManagedServer, model_dir: Path, tmp_path: Path) -> None:
     """The demo model's directory given as a path (with the weights the Transformers server
-    saved: vLLM loads them, no dummy weights), then the claims board against it."""
+    saved: vLLM loads them, no dummy weights), then the claims board against it; then
+    `playground serve` is SIGKILLed with its server up and answering -- no code of its own
+    runs -- and its server's whole process group, EngineCore included, must go (the SIGKILL
+    case of test_no_orphans)."""
     assert has_weights(model_dir)
-    port = free_port()
+    url = f"http://127.0.0.1:{free_port()}/v1"
     env = {**os.environ, "PLAYGROUND_CACHE_DIR": str(tmp_path / "cache"),
            "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs"), "PLAYGROUND_WARMUP": "off"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "playground.cli", "serve", "eager", "--serve-model",
-         str(model_dir), "--base-url", f"http://127.0.0.1:{port}/v1"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-        start_new_session=True)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 600
-        while not is_healthy(url) and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(1)
-        assert is_healthy(url), "the server did not come up"
+
+    def the_board() -> None:
         info = server_info(url, None)
         assert [m.root for m in info.models] == [str(model_dir)]
         out = subprocess.run(
@@ -191,14 +186,13 @@ def test_local_model_directory_is_served_by_path_and_usable_by_the_board(
         board = json.loads((tmp_path / "board" / "claims.json").read_text("utf-8"))
         claim = next(c for c in board["claims"] if c["id"] == "streaming")
         assert claim["status"] == "done" and claim["n_failed"] == 0
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-        log = proc.stdout.read() if proc.stdout else ""
-    assert "--load-format" not in log.split("effective command:")[-1].splitlines()[0]
+
+    log = tmp_path / "serve.log"
+    ends_clean(["serve", "eager", "--serve-model", str(model_dir), "--base-url", url], env, 1,
+               signal.SIGKILL, until_healthy=url, log=log, before_signal=the_board)
+    assert not is_healthy(url)
+    text = log.read_text("utf-8", "replace")
+    assert "--load-format" not in text.split("effective command:")[-1].splitlines()[0]
 
 
 def test_a_path_that_is_not_a_model_directory_is_named(tmp_path: Path) -> None:
