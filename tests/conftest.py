@@ -169,6 +169,14 @@ def _order(item: pytest.Item) -> int:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_order)
     check_rows(items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start what the tests that will run (after -k, -m, --deselect) need."""
+    if session.config.option.collectonly:
+        return
+    items = session.items
+
     def needed(fixture: str) -> bool:
         return any(fixture in getattr(i, "fixturenames", ()) for i in items)
 

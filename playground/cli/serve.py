@@ -101,7 +101,6 @@ def cmd_ui(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"auth": SecretStr(args.auth)})
     if args.all_runs:
         settings = settings.model_copy(update={"list_all_runs": True})
-
     settings.auth_pairs()  # a malformed USER:PASSWORD is named before anything starts
     launch(settings, host=args.host, port=args.port, share=args.share,
            manage_server=not args.no_server, replay_only=True if args.replay else None)

@@ -62,6 +62,10 @@ def test_a_venv_whose_pip_broke_is_rebuilt_and_said_so(tmp_path: Path, wheel: Pa
     first = run(venv, wheel)
     assert first.returncode == 0, first.stderr[-2000:]
     assert imports(venv) and list(venv.glob(".installed-*"))
+    # a quiet install: one line saying what happens; pip's own output is in the log
+    assert first.stdout.splitlines() == [f"== installing {wheel} into {venv} (first time: a "
+                                         "few minutes)"], first.stdout
+    assert first.stderr == "" and (venv / "install.log").is_file()
     again = run(venv, wheel)  # nothing to do: no reinstall, no rebuild
     assert again.returncode == 0 and "installing" not in again.stdout
     # the reported state: an interrupted `pip install --upgrade pip`
@@ -95,3 +99,12 @@ def test_an_install_interrupted_anywhere_finishes_on_the_next_run(tmp_path: Path
         done = run(venv, wheel)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         assert imports(venv), f"interrupted after {after_s} s: the venv does not work"
+
+
+def test_a_failing_install_shows_what_went_wrong(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    failed = run(venv, tmp_path / "no-such-package-1.0-py3-none-any.whl")
+    assert failed.returncode != 0
+    assert "error: the install failed" in failed.stderr and "install.log" in failed.stderr
+    assert "no-such-package" in failed.stderr  # pip's own words, from the log's tail
+    assert not list(venv.glob(".installed-*"))  # not marked finished
