@@ -19,7 +19,7 @@ LONG = 120_000
 
 # Gradio's status tracker over a component whose event is still running (a preset's values on
 # their way into the column's controls); it gets `hide` when the event is done.
-PENDING = "div.wrap.full:not(.hide)"
+PENDING = "div.wrap.full:not(.hide):visible"
 
 
 def pick(page: Page, label: str, option: str) -> None:
