@@ -1,22 +1,27 @@
-"""One variant column of the Playground tab: its components (controls and outputs), how they
-are laid out, and the events that keep its preset, custom boxes and "View code" in step."""
+"""One variant column of the Playground tab: its components (the controls of the field table in
+ui/columns, and the outputs), how they are laid out, and the events that keep its preset,
+custom boxes and "View code" in step."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
 
 from playground.core import request
 from playground.errors import ValidationFailed
+from playground.specs.presets import Variant
 from playground.ui.columns import (
     CLIENT_CHOICES,
     CUSTOM,
+    FIELDS,
     NO_SCHEMA,
     PROMPT_CHOICES,
-    Controls,
+    Field,
     controls_from_variant,
+    grouped,
     variant_from_controls,
 )
 from playground.ui.context import UIContext
@@ -26,23 +31,12 @@ DEFAULT_COLUMN_PRESETS = ["seed-default", "all-optimizations", "streaming", "thi
 
 @dataclass
 class Column:
-    """The components of one variant column."""
+    """The components of one variant column: `inputs` holds each field-table row's
+    component(s) by field name, in table order."""
 
     box: Any
     preset: Any
-    stream: Any
-    thinking: Any
-    temperature: Any
-    top_p: Any
-    top_k: Any
-    seed: Any
-    max_tokens: Any
-    ignore_eos: Any
-    prompt_choice: Any
-    custom_prompt: Any
-    schema_choice: Any
-    custom_schema: Any
-    client: Any = None
+    inputs: dict[str, list[Any]] = field(default_factory=dict)
     answer: Any = None
     reasoning: Any = None
     badge: Any = None
@@ -53,47 +47,54 @@ class Column:
     phases: Any = None
 
     def controls(self) -> list[Any]:
-        return [self.stream, self.thinking, self.temperature, self.top_p, self.top_k,
-                self.seed, self.max_tokens, self.ignore_eos, self.prompt_choice,
-                self.custom_prompt, self.schema_choice, self.custom_schema, self.client]
+        """Every control's component, in table order (what Run, Save and View code read)."""
+        return [c for f in FIELDS for c in self.inputs[f.name]]
 
     def outputs(self) -> list[Any]:
         return [self.answer, self.reasoning, self.badge, self.metrics, self.error, self.phases]
 
 
+def _widget(f: Field, value: Any, i: int, ctx: UIContext) -> list[Any]:
+    """The component(s) of one row, holding `value`."""
+    if f.widget == "checkbox":
+        return [gr.Checkbox(value, label=f.label)]
+    if f.widget == "number":
+        return [gr.Number(value, label=f.label)]
+    if f.widget == "whole":
+        return [gr.Number(value, label=f.label, precision=0)]
+    if f.widget == "client":
+        return [gr.Dropdown(CLIENT_CHOICES, value=value, label=f.label, elem_id=f"client-{i}")]
+    choice, text = value
+    if f.widget == "prompt":
+        return [gr.Radio(PROMPT_CHOICES, value=choice, label=f.label),
+                gr.Textbox(text, label="custom system prompt", lines=2,
+                           visible=choice == CUSTOM)]
+    schemas = [NO_SCHEMA, *ctx.library.schema_names(), CUSTOM]
+    return [gr.Dropdown(schemas, value=choice, label=f.label),
+            gr.Code(text, language="json", label=f"pasted JSON Schema {i + 1}",
+                    visible=choice == CUSTOM, interactive=True)]
+
+
 def column(i: int, ctx: UIContext) -> Column:
     names = sorted(ctx.library.variants)
     preset_name = DEFAULT_COLUMN_PRESETS[i]
-    c = controls_from_variant(ctx.library.get(preset_name))
-    schemas = [NO_SCHEMA, *ctx.library.schema_names(), CUSTOM]
+    values = controls_from_variant(ctx.library.get(preset_name), ctx.library)
+    rows = {place: [f for f in FIELDS if f.place == place]
+            for place in ("toggles", "main", "sampling")}
     with gr.Column(visible=i < 2, min_width=280) as box:
         gr.Markdown(f"### Variant {i + 1}")
+        col = Column(box, None)
         with gr.Column(elem_classes=["pv-hide"]):
-            preset = gr.Dropdown(names, value=preset_name, label=f"preset {i + 1}")
+            col.preset = gr.Dropdown(names, value=preset_name, label=f"preset {i + 1}")
             with gr.Row():
-                stream = gr.Checkbox(c.stream, label="stream")
-                thinking = gr.Checkbox(c.thinking, label="thinking")
-                ignore_eos = gr.Checkbox(c.ignore_eos, label="fixed length (ignore_eos)")
-            temperature = gr.Slider(0, 2, c.temperature, step=0.05, label="temperature")
-            with gr.Accordion("sampling & length", open=False):
-                top_p = gr.Slider(0.05, 1, c.top_p, step=0.05, label="top_p")
-                top_k = gr.Number(c.top_k, label="top_k (empty = server default)", precision=0)
-                seed = gr.Number(c.seed, label="seed (empty = random)", precision=0)
-            max_tokens = gr.Number(c.max_tokens, label="max_tokens", precision=0)
-            prompt_choice = gr.Radio(PROMPT_CHOICES, value=c.prompt_choice,
-                                     label="system prompt")
-            custom_prompt = gr.Textbox(c.custom_prompt, label="custom system prompt", lines=2,
-                                       visible=c.prompt_choice == CUSTOM)
-            schema_choice = gr.Dropdown(schemas, value=c.schema_choice, label="guided JSON")
-            custom_schema = gr.Code(c.custom_schema if c.schema_choice == CUSTOM else "",
-                                    language="json", label=f"pasted JSON Schema {i + 1}",
-                                    visible=c.schema_choice == CUSTOM, interactive=True)
-            client = gr.Dropdown(CLIENT_CHOICES, value=c.client,
-                                 label="client (auto = the openai SDK)",
-                                 elem_id=f"client-{i}")
-        col = Column(box, preset, stream, thinking, temperature, top_p, top_k, seed,
-                     max_tokens, ignore_eos, prompt_choice, custom_prompt, schema_choice,
-                     custom_schema, client)
+                for f in rows["toggles"]:
+                    col.inputs[f.name] = _widget(f, values[f.name], i, ctx)
+            for f in rows["main"]:
+                if f.name == "max_tokens":  # sampling sits between temperature and length
+                    with gr.Accordion("sampling & length", open=False):
+                        for s in rows["sampling"]:
+                            col.inputs[s.name] = _widget(s, values[s.name], i, ctx)
+                col.inputs[f.name] = _widget(f, values[f.name], i, ctx)
         col.error = gr.Markdown(elem_classes=["variant-error"], elem_id=f"error-{i}")
         # the live feed's status line (never a Gradio value: only the feed writes it)
         gr.HTML(f'<div id="live-status-{i}" class="live-status"></div>')
@@ -114,35 +115,38 @@ def column(i: int, ctx: UIContext) -> Column:
     return col
 
 
-def _controls_values(name: str, vals: list[Any]) -> Controls:
-    return Controls(name, *vals)
-
-
-def controls_values(name: str, vals: list[Any]) -> Controls:
-    return Controls(name, *vals)
+def read_variant(ctx: UIContext, preset: str | None, vals: Sequence[Any],
+                 name: str | None = None) -> Variant:
+    """A column's Variant from its preset's name and its controls' values (table order):
+    fields without a control are the preset's. ValidationFailed names the control."""
+    if preset not in ctx.library.variants:
+        raise ValidationFailed("preset", f"unknown preset {preset!r}; pick one from the list")
+    return variant_from_controls(grouped(list(vals)), ctx.library.get(preset), ctx.library,
+                                 name=name)
 
 
 def wire_column(c: Column, ctx: UIContext, base_url: Any, model: Any) -> None:
     def load_preset(name: str) -> list[Any]:
-        v = ctx.library.get(name)
-        k = controls_from_variant(v)
-        return [k.stream, k.thinking, k.temperature, k.top_p, k.top_k, k.seed, k.max_tokens,
-                k.ignore_eos, k.prompt_choice,
-                gr.update(value=k.custom_prompt, visible=k.prompt_choice == CUSTOM),
-                k.schema_choice,
-                gr.update(value=k.custom_schema if k.schema_choice == CUSTOM else "",
-                          visible=k.schema_choice == CUSTOM), k.client]
+        values = controls_from_variant(ctx.library.get(name), ctx.library)
+        out: list[Any] = []
+        for f in FIELDS:
+            if f.parts == 2:  # the custom box shows only when "custom" is chosen
+                choice, text = values[f.name]
+                out += [choice, gr.update(value=text, visible=choice == CUSTOM)]
+            else:
+                out.append(values[f.name])
+        return out
 
     c.preset.input(load_preset, c.preset, c.controls(), api_name=False)
-    c.prompt_choice.change(lambda p: gr.update(visible=p == CUSTOM), c.prompt_choice,
-                           c.custom_prompt, api_name=False)
-    c.schema_choice.change(lambda s: gr.update(visible=s == CUSTOM), c.schema_choice,
-                           c.custom_schema, api_name=False)
+    for f in FIELDS:
+        if f.parts == 2:
+            choice, box = c.inputs[f.name]
+            choice.change(lambda v: gr.update(visible=v == CUSTOM), choice, box,
+                          api_name=False)
 
     def show_code(name: str, url: str, model_name: str | None, *vals: Any) -> list[str]:
         try:
-            v = variant_from_controls(controls_values(name or "variant", list(vals)),
-                                      ctx.library)
+            v = read_variant(ctx, name, vals)
         except ValidationFailed as e:
             return [f"# fix this first: {e}", f"# fix this first: {e}"]
         req = request.build(v, "<your prompt>", model_name or "Qwen/Qwen3-0.6B")

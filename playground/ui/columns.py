@@ -1,10 +1,23 @@
-"""Variant columns: the controls of one column <-> a Variant (pure mapping, no gradio)."""
+"""Variant columns: the ONE field table between a Variant and a column's controls (pure: no
+gradio; ui/column_view draws each row's widget).
+
+Every row names a Variant field, the widget that shows it, and both directions: the control's
+value for a preset (`to_control`) and the field's value from the control (`to_variant`, which
+names the control when the value is wrong). Building a column, loading a preset into it,
+reading it at Run, saving it as a preset and "View code" all go through this table, so they
+cannot drift apart. `None` stays `None` (an empty box means "the server's default"), and a
+field without a row is carried from the column's preset, never dropped: what a column sends
+is exactly what `request.build` makes of the preset -- what `playground run` sends.
+
+Adding a toggle: one `Field` row here (and its request mapping in core/request).
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -18,107 +31,193 @@ NO_SCHEMA = "none"
 CLIENT_CHOICES = ["auto", "openai", "raw", "langchain"]
 MAX_CUSTOM_TEXT = 20_000
 
-
-@dataclass
-class Controls:
-    """The values of one column's controls, as the browser sent them."""
-
-    name: str
-    stream: bool
-    thinking: bool
-    temperature: float
-    top_p: float
-    top_k: float | None
-    seed: float | None
-    max_tokens: float | None
-    ignore_eos: bool
-    prompt_choice: str
-    custom_prompt: str
-    schema_choice: str
-    custom_schema: str
-    client: str = "auto"  # who reads the answer: auto (the SDK here), openai, raw, langchain
+# How ui/column_view draws a row: a checkbox; a number box (empty = None); a whole-number box;
+# a choice of named prompts + a custom text box; a choice of schemas + a pasted schema; a list.
+Widget = Literal["checkbox", "number", "whole", "prompt", "schema", "client"]
+# Where the row sits in the column: the toggles' row, the main list, the "sampling" accordion.
+Place = Literal["toggles", "main", "sampling"]
 
 
-def controls_from_variant(v: Variant) -> Controls:
-    prompt = v.prompt.name if v.prompt.name in PROMPT_CHOICES else CUSTOM
-    if v.guided_json is None:
-        schema_choice, custom = NO_SCHEMA, ""
-    else:
-        schema_choice = v.guided_json.name
-        custom = json.dumps(v.guided_json.json_schema, ensure_ascii=False, indent=2)
-    return Controls(
-        name=v.name, stream=v.stream, thinking=v.thinking,
-        temperature=1.0 if v.temperature is None else v.temperature,
-        top_p=1.0 if v.top_p is None else v.top_p, top_k=v.top_k, seed=v.seed,
-        max_tokens=v.max_tokens, ignore_eos=v.ignore_eos, prompt_choice=prompt,
-        custom_prompt=v.prompt.text if prompt == CUSTOM else "",
-        schema_choice=schema_choice, custom_schema=custom, client=v.client,
-    )
+@dataclass(frozen=True)
+class Field:
+    """One row of the table: a Variant field and the control that shows it."""
+
+    name: str  # the Variant field (and the key of its control's value)
+    widget: Widget
+    label: str
+    place: Place
+    to_control: Callable[[Variant, PresetLibrary], Any]
+    to_variant: Callable[[Any, PresetLibrary, Variant], Any]
+
+    @property
+    def parts(self) -> int:
+        """Components the widget uses (a choice and its custom text box for two of them)."""
+        return 2 if self.widget in ("prompt", "schema") else 1
 
 
-def _int_or_none(value: float | None, field: str = "number") -> int | None:
+def _number(label: str) -> Callable[[Any, PresetLibrary, Variant], float | None]:
+    def read(value: Any, _lib: PresetLibrary, _base: Variant) -> float | None:
+        if value is None or value == "":
+            return None
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ValidationFailed(label, f"{value!r} is not a number (empty = the server's "
+                                   "default)") from None
+    return read
+
+
+def _int_or_none(value: Any, field: str = "number") -> int | None:
     if value is None or value == "":
         return None
     try:
-        return int(value)
+        number = float(value)
     except (TypeError, ValueError):
         raise ValidationFailed(field, f"{value!r} is not a whole number") from None
+    if not number.is_integer():
+        raise ValidationFailed(field, f"{value!r} is not a whole number")
+    return int(number)
 
 
-def variant_from_controls(c: Controls, library: PresetLibrary) -> Variant:
-    """Validate one column; ValidationFailed names the control and the fix."""
-    if len(c.custom_prompt) > MAX_CUSTOM_TEXT or len(c.custom_schema) > MAX_CUSTOM_TEXT:
-        raise ValidationFailed("custom text", f"longer than {MAX_CUSTOM_TEXT} characters")
-    prompt = _prompt(c, library)
-    guided = _schema(c, library)
-    data: dict[str, Any] = dict(
-        name=c.name or "variant", stream=c.stream, thinking=c.thinking,
-        temperature=c.temperature, top_p=c.top_p, top_k=_int_or_none(c.top_k, "top_k"),
-        seed=_int_or_none(c.seed, "seed"),
-        max_tokens=_int_or_none(c.max_tokens, "max_tokens") or 0,
-        ignore_eos=c.ignore_eos, prompt=prompt, guided_json=guided,
-        client=c.client or "auto",
-    )
-    try:
-        return Variant.model_validate(data)
-    except ValidationError as e:
-        field, reason = first_error(e)
-        raise ValidationFailed(field, reason) from None
+def _whole(field: str) -> Callable[[Any, PresetLibrary, Variant], int | None]:
+    return lambda value, _lib, _base: _int_or_none(value, field)
 
 
-def _prompt(c: Controls, library: PresetLibrary) -> PromptVariant:
-    if c.prompt_choice == "none":
+def _prompt_control(v: Variant, _lib: PresetLibrary) -> tuple[str, str]:
+    if v.prompt.name in PROMPT_CHOICES and v.prompt.name != CUSTOM:
+        return v.prompt.name, ""
+    return CUSTOM, v.prompt.text
+
+
+def _prompt_variant(value: Sequence[Any], library: PresetLibrary, _base: Variant
+                    ) -> PromptVariant:
+    choice, text = str(value[0] or "none"), str(value[1] or "")
+    if choice == "none":
         return PromptVariant()
-    if c.prompt_choice == CUSTOM:
-        if not c.custom_prompt.strip():
+    if choice == CUSTOM:
+        if not text.strip():
             raise ValidationFailed("system prompt", "custom is selected but the text is empty")
-        return PromptVariant(name=CUSTOM, text=c.custom_prompt.strip())
-    path = library.presets_dir / "prompts" / f"{c.prompt_choice}.txt"
-    if c.prompt_choice not in library.prompt_names():
-        raise ValidationFailed("system prompt", f"unknown prompt {c.prompt_choice!r}")
-    return PromptVariant(name=c.prompt_choice, text=path.read_text("utf-8").strip())
+        if len(text) > MAX_CUSTOM_TEXT:
+            raise ValidationFailed("custom system prompt", f"longer than {MAX_CUSTOM_TEXT} "
+                                   "characters")
+        return PromptVariant(name=CUSTOM, text=text.strip())
+    if choice not in library.prompt_names():
+        raise ValidationFailed("system prompt", f"unknown prompt {choice!r}")
+    path = library.presets_dir / "prompts" / f"{choice}.txt"
+    return PromptVariant(name=choice, text=path.read_text("utf-8").strip())
 
 
-def _schema(c: Controls, library: PresetLibrary) -> GuidedJson | None:
-    if c.schema_choice == NO_SCHEMA:
+def _schema_control(v: Variant, library: PresetLibrary) -> tuple[str, str]:
+    g = v.guided_json
+    if g is None:
+        return NO_SCHEMA, ""
+    if g.name in library.schema_names() and _shipped_schema(library, g.name) == g.json_schema:
+        return g.name, ""
+    return CUSTOM, json.dumps(g.json_schema, ensure_ascii=False, indent=2)
+
+
+def _shipped_schema(library: PresetLibrary, name: str) -> Any:
+    return json.loads((library.presets_dir / "schemas" / f"{name}.json").read_text("utf-8"))
+
+
+def _schema_variant(value: Sequence[Any], library: PresetLibrary, base: Variant
+                    ) -> GuidedJson | None:
+    choice, text = str(value[0] or NO_SCHEMA), str(value[1] or "").strip()
+    if choice == NO_SCHEMA:
         return None
-    if c.schema_choice == CUSTOM:
-        text = c.custom_schema.strip()
+    if choice == CUSTOM:
         if not text:
             raise ValidationFailed("guided JSON schema", "custom is selected but the box is "
                                    "empty; paste a JSON Schema")
+        if len(text) > MAX_CUSTOM_TEXT:
+            raise ValidationFailed("guided JSON schema", f"longer than {MAX_CUSTOM_TEXT} "
+                                   "characters")
         try:
             schema = json.loads(text)
         except ValueError as e:
             raise ValidationFailed("guided JSON schema", f"not valid JSON ({e}); paste a JSON "
                                    "Schema object") from None
-        name = CUSTOM
+        # the preset's own schema, unchanged, keeps its name (sent as json_schema.name)
+        same = base.guided_json is not None and base.guided_json.json_schema == schema
+        name = base.guided_json.name if same and base.guided_json else CUSTOM
     else:
-        if c.schema_choice not in library.schema_names():
-            raise ValidationFailed("guided JSON schema", f"unknown schema {c.schema_choice!r}")
-        path = library.presets_dir / "schemas" / f"{c.schema_choice}.json"
-        schema, name = json.loads(path.read_text("utf-8")), c.schema_choice
+        if choice not in library.schema_names():
+            raise ValidationFailed("guided JSON schema", f"unknown schema {choice!r}")
+        schema, name = _shipped_schema(library, choice), choice
     try:
         return GuidedJson(name=name, schema=schema)
     except ValidationError as e:
         raise ValidationFailed("guided JSON schema", first_error(e)[1]) from None
+
+
+def _flag(field: str) -> Field:
+    labels = {"stream": "stream", "thinking": "thinking",
+              "ignore_eos": "fixed length (ignore_eos)"}
+    return Field(field, "checkbox", labels[field], "toggles",
+                 lambda v, _lib: bool(getattr(v, field)),
+                 lambda value, _lib, _base: bool(value))
+
+
+def _plain(field: str, widget: Widget, label: str, place: Place,
+           read: Callable[[Any, PresetLibrary, Variant], Any]) -> Field:
+    return Field(field, widget, label, place, lambda v, _lib: getattr(v, field), read)
+
+
+FIELDS: tuple[Field, ...] = (
+    _flag("stream"),
+    _flag("thinking"),
+    _flag("ignore_eos"),
+    _plain("temperature", "number", "temperature (empty = server default)", "main",
+           _number("temperature")),
+    _plain("top_p", "number", "top_p (empty = server default)", "sampling",
+           _number("top_p")),
+    _plain("top_k", "whole", "top_k (empty = server default)", "sampling", _whole("top_k")),
+    _plain("seed", "whole", "seed (empty = random)", "sampling", _whole("seed")),
+    _plain("max_tokens", "whole", "max_tokens", "main",
+           lambda value, _lib, _base: _int_or_none(value, "max_tokens") or 0),
+    Field("prompt", "prompt", "system prompt", "main", _prompt_control, _prompt_variant),
+    Field("guided_json", "schema", "guided JSON", "main", _schema_control, _schema_variant),
+    _plain("client", "client", "client (auto = the openai SDK)", "main",
+           lambda value, _lib, _base: str(value or "auto")),
+)
+FIELD_NAMES = tuple(f.name for f in FIELDS)
+# the components of one column's controls, in table order (composite rows use two)
+N_COMPONENTS = sum(f.parts for f in FIELDS)
+
+
+def controls_from_variant(v: Variant, library: PresetLibrary) -> dict[str, Any]:
+    """The value of each row's control for preset `v` (a pair for the composite rows)."""
+    return {f.name: f.to_control(v, library) for f in FIELDS}
+
+
+def flat(values: Mapping[str, Any]) -> list[Any]:
+    """Row values -> one value per component, in table order (what Gradio sends and sets)."""
+    out: list[Any] = []
+    for f in FIELDS:
+        out += list(values[f.name]) if f.parts == 2 else [values[f.name]]
+    return out
+
+
+def grouped(components: Sequence[Any]) -> dict[str, Any]:
+    """One value per component, in table order -> row values."""
+    if len(components) != N_COMPONENTS:
+        raise ValueError(f"{len(components)} control values, expected {N_COMPONENTS}")
+    out, i = {}, 0
+    for f in FIELDS:
+        out[f.name] = tuple(components[i:i + 2]) if f.parts == 2 else components[i]
+        i += f.parts
+    return out
+
+
+def variant_from_controls(values: Mapping[str, Any], base: Variant, library: PresetLibrary,
+                          name: str | None = None) -> Variant:
+    """The column's Variant: the preset `base` with every row's field taken from its control
+    (fields without a row are the preset's); ValidationFailed names the control and the fix."""
+    data: dict[str, Any] = {**base.model_dump(), "name": name or base.name}
+    for f in FIELDS:
+        data[f.name] = f.to_variant(values[f.name], library, base)
+    try:
+        return Variant.model_validate(data)
+    except ValidationError as e:
+        field, reason = first_error(e)
+        raise ValidationFailed(field, reason) from None

@@ -15,8 +15,8 @@ from playground.errors import PlaygroundError, ValidationFailed
 from playground.outputs.fmt import demo_notice, md_text
 from playground.server.http import aserver_info
 from playground.ui import ladder_panel, replay_panel
-from playground.ui.column_view import column, controls_values, wire_column
-from playground.ui.columns import MAX_COLUMNS, variant_from_controls
+from playground.ui.column_view import column, read_variant, wire_column
+from playground.ui.columns import MAX_COLUMNS
 from playground.ui.context import UIContext, owner_of
 from playground.ui.live_feed import FOLLOW_JS
 from playground.ui.stage import Session, Shown, Stage, record_history
@@ -146,8 +146,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         for i in range(n):
             preset, *vals = cols[i * per_column:(i + 1) * per_column]
             try:
-                variants.append(variant_from_controls(controls_values(
-                    preset or f"variant-{i + 1}", vals), ctx.library))
+                variants.append(read_variant(ctx, preset, vals))
             except ValidationFailed as e:
                 variants.append(e)
         chosen = [v for v in variants if not isinstance(v, ValidationFailed)]
@@ -201,7 +200,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
     # --- save preset --------------------------------------------------------------------------
     save_inputs = {save_col, save_name, session}
     for c in columns:
-        save_inputs |= set(c.controls())
+        save_inputs |= {c.preset, *c.controls()}
 
     def do_save(data: dict[Any, Any]) -> dict[Any, Any]:
         c = columns[int(data[save_col]) - 1]
@@ -211,8 +210,9 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
             if not name:
                 raise ValidationFailed("preset name", "is empty -- type a name (letters, "
                                        "digits, - _ .)")
-            v = variant_from_controls(controls_values(name, [data[x] for x in c.controls()]),
-                                      ctx.library)
+            # the column as it stands: its controls over its preset (fields without a control
+            # are the preset's), saved under the new name
+            v = read_variant(ctx, data[c.preset], [data[x] for x in c.controls()], name=name)
             again = v.name in sess.saved
             path = ctx.library.save_user_variant(v, overwrite=again)
         except ValidationFailed as e:

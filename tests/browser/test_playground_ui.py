@@ -84,6 +84,19 @@ def test_a_langchain_column_runs_next_to_the_sdk_and_shows_its_own_code(page: Pa
     expect(page.locator("#code-py-0")).to_contain_text("chat.completions.create")
 
 
+def test_view_code_shows_what_the_cli_sends(page: Page) -> None:
+    """The page builds a column's request from the preset itself: seed-default sends
+    temperature 0.5 and leaves top_p to the server, as `playground run` does (the UI used to
+    add top_p 1.0 of its own)."""
+    pick(page, "preset 1", "greedy")
+    pick(page, "preset 1", "seed-default")
+    page.get_by_text("View code").nth(0).click()
+    curl = page.locator("#code-curl-0")
+    expect(curl).to_contain_text('"temperature": 0.5')
+    expect(curl).to_contain_text('"enable_thinking": true')
+    assert "top_p" not in curl.inner_text()
+
+
 def test_invalid_pasted_schema_fails_its_column_only(page: Page) -> None:
     pick(page, "preset 1", "all-optimizations")
     pick(page, "preset 2", "fixed-64-stream")

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,43 +9,86 @@ from playground.core.request import build
 from playground.errors import ValidationFailed
 from playground.server import demo_model
 from playground.settings import REPO_ROOT
-from playground.specs.presets import PresetLibrary
-from playground.ui.columns import controls_from_variant, variant_from_controls
+from playground.specs.presets import PresetLibrary, Variant
+from playground.ui.columns import (
+    FIELDS,
+    controls_from_variant,
+    flat,
+    grouped,
+    variant_from_controls,
+)
 
 LIB = PresetLibrary(REPO_ROOT / "presets")
 
 
+def column_body(v: Variant, changes: dict | None = None) -> str:
+    """What a column loaded with preset `v` sends (its controls as Gradio hands them over:
+    one value per component, in table order), as the exact JSON text."""
+    values = {**controls_from_variant(v, LIB), **(changes or {})}
+    back = variant_from_controls(grouped(flat(values)), v, LIB)
+    return json.dumps(build(back, "p", "m").body(), ensure_ascii=False)
+
+
 @pytest.mark.parametrize("name", sorted(LIB.variants))
-def test_controls_round_trip_every_preset(name: str) -> None:
+def test_every_preset_through_a_column_sends_what_the_cli_sends(name: str) -> None:
+    """Byte for byte the body `playground run --variant NAME` sends (request.build of the
+    preset), the user turn aside -- top_p / temperature left unset stay unset."""
     v = LIB.get(name)
-    back = build(variant_from_controls(controls_from_variant(v), LIB), "p", "m").body()
-    if v.top_p is None:  # the UI always shows (and sends) an explicit top_p
-        assert back.pop("top_p") == 1.0
-    assert back == build(v, "p", "m").body()
+    assert column_body(v) == json.dumps(build(v, "p", "m").body(), ensure_ascii=False)
+
+
+def test_none_stays_none_and_fields_without_a_control_are_carried() -> None:
+    v = Variant(name="carried", description="a user preset", stream=True, thinking=True,
+                max_tokens=64, min_tokens=8, thinking_budget=16, think_prefill=True,
+                temperature=None, top_p=None, top_k=None, seed=None)
+    values = controls_from_variant(v, LIB)
+    assert values["temperature"] is None and values["top_p"] is None
+    back = variant_from_controls(grouped(flat(values)), v, LIB)
+    assert back == v  # min_tokens, thinking_budget, think_prefill, description carried
+    body = build(back, "p", "m").body()
+    assert "top_p" not in body and "temperature" not in body
+    assert json.dumps(body) == json.dumps(build(v, "p", "m").body())
+
+
+def test_a_control_changes_only_its_field() -> None:
+    v = LIB.get("seed-default")
+    back = variant_from_controls({**controls_from_variant(v, LIB), "top_p": 0.5}, v, LIB)
+    assert back == v.model_copy(update={"top_p": 0.5})
+
+
+def test_every_variant_field_has_a_control_or_is_carried() -> None:
+    controlled = {f.name for f in FIELDS}
+    carried = set(Variant.model_fields) - controlled - {"name"}
+    assert carried == {"description", "min_tokens", "thinking_budget", "think_prefill",
+                       "base_url", "server", "engine"}
 
 
 @pytest.mark.parametrize(("change", "field"), [
-    ({"schema_choice": "custom", "custom_schema": '{"type": "bogus"}'}, "guided JSON schema"),
-    ({"schema_choice": "custom", "custom_schema": "{not json"}, "guided JSON schema"),
-    ({"schema_choice": "custom", "custom_schema": ""}, "guided JSON schema"),
-    ({"schema_choice": "custom", "custom_schema": json.dumps(
-        {"type": "object", "description": "x" * 40_000})}, "custom text"),
-    ({"prompt_choice": "custom", "custom_prompt": "  "}, "system prompt"),
+    ({"guided_json": ("custom", '{"type": "bogus"}')}, "guided JSON schema"),
+    ({"guided_json": ("custom", "{not json")}, "guided JSON schema"),
+    ({"guided_json": ("custom", "")}, "guided JSON schema"),
+    ({"guided_json": ("custom", json.dumps({"type": "object", "description": "x" * 40_000}))},
+     "guided JSON schema"),
+    ({"prompt": ("custom", "  ")}, "system prompt"),
     ({"max_tokens": None}, "max_tokens"),
     ({"max_tokens": 0}, "max_tokens"),
+    ({"max_tokens": 1.5}, "max_tokens"),
+    ({"top_p": 0}, "top_p"),
+    ({"temperature": "warm"}, "temperature"),
 ])
 def test_bad_controls_name_the_field(change: dict, field: str) -> None:
-    c = replace(controls_from_variant(LIB.get("streaming")), **change)
+    v = LIB.get("streaming")
     with pytest.raises(ValidationFailed) as exc:
-        variant_from_controls(c, LIB)
+        variant_from_controls({**controls_from_variant(v, LIB), **change}, v, LIB)
     assert exc.value.field == field
 
 
 def test_pasted_schema_is_used() -> None:
     schema = {"type": "object", "properties": {"x": {"type": "integer"}}}
-    c = replace(controls_from_variant(LIB.get("streaming")), schema_choice="custom",
-                custom_schema=json.dumps(schema))
-    body = build(variant_from_controls(c, LIB), "p", "m").body()
+    v = LIB.get("streaming")
+    back = variant_from_controls({**controls_from_variant(v, LIB),
+                                  "guided_json": ("custom", json.dumps(schema))}, v, LIB)
+    body = build(back, "p", "m").body()
     assert body["response_format"]["json_schema"]["schema"] == schema
 
 
