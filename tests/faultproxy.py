@@ -15,6 +15,10 @@ then misbehaves:
   streaming column next to a good non-streaming one on the same base URL;
 - `hold`: holds every chat request until `release()` (a server busy warming up, for as long
   as the test needs), then passes it through;
+- `hold-sse`: like `hold`, but a streaming chat request gets its 200 and SSE comment lines
+  (`: held`, one a second, as vLLM's `--sse-keep-alive-interval` sends) while it is held: a
+  stream that stays in flight for as long as the test needs, whatever the client's read
+  timeout;
 - `flaky-metrics`: drops the connection of the first FLAKY_SCRAPES requests for /metrics (a
   scrape that fails while the server is busy), then passes everything through.
 
@@ -103,7 +107,9 @@ class FaultProxy:
         is_chat = tail.endswith("chat/completions")
         if fault.startswith("ok"):  # ok, ok-TAG: a pass-through whose requests a test can pick
             fault = "ok"
-        if fault == "hold":
+        if fault == "hold-sse" and is_chat and b'"stream":true' in body.replace(b" ", b""):
+            return await self._held_stream(request, tail, body)
+        if fault in ("hold", "hold-sse"):
             if is_chat and self._released is not None:
                 await self._released.wait()
             fault = "ok"
@@ -130,6 +136,24 @@ class FaultProxy:
                 return web.Response(body=await up.read(), status=up.status,
                                     content_type=ctype.split(";")[0] or None)
             return await self._faulty_stream(request, up, fault)
+
+    async def _held_stream(self, request: web.Request, tail: str,
+                           body: bytes) -> web.StreamResponse:
+        resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        assert self._released is not None
+        while not self._released.is_set():
+            await resp.write(b": held\n\n")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._released.wait(), 1.0)
+        headers = {k: v for k, v in request.headers.items()
+                   if k.lower() not in ("host", "content-length")}
+        async with self._session.post(f"{self.upstream}/{tail}", data=body,
+                                      headers=headers) as up:
+            async for line in up.content:
+                await resp.write(line)
+        await resp.write_eof()
+        return resp
 
     async def _pass_stream(self, request: web.Request,
                            up: aiohttp.ClientResponse) -> web.StreamResponse:

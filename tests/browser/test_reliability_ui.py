@@ -297,14 +297,15 @@ def test_leaving_the_page_stops_the_run(browser, app_url: str, vllm_server: str,
 def test_one_visitor_gets_a_fair_share_of_the_slots(browser, app_url: str, vllm_server: str,  # type: ignore[no-untyped-def]
                                                     observed: Callable[[str], None]) -> None:
     """Runs that cannot end by themselves: a proxy holds their requests until the test lets
-    them go."""
+    them go, keeping each stream alive with SSE comments (the app's read timeout never fires:
+    with plain `hold` the held runs ended by timeout and freed their slots on a slow box)."""
     held = FaultProxy(vllm_server).start()
     pages = []
     one = new_visitor()  # every session below is this one visitor's
 
     def visitor_run() -> Page:
         page = open_page(browser, app_url, visitor=one)
-        connect(page, held.url("hold"))
+        connect(page, held.url("hold-sse"))  # streams kept open, whatever the read timeout
         page.get_by_role("button", name="Run", exact=True).click()
         pages.append(page)
         return page
