@@ -101,9 +101,10 @@ def build(ctx: UIContext) -> None:
         await asyncio.to_thread(server.stop)  # waits up to its grace period: not on the loop
         return await _status(server)
 
-    async def tick(p: float) -> dict[Any, Any]:
+    async def tick(p: float) -> Any:
         server = managed(int(p))
-        return await _status(server) if server else {}
+        # nothing to refresh: one "no change" per output (an empty dict is not read as updates)
+        return await _status(server) if server else [gr.skip()] * 3
 
     outs = [status, flags, log]
     start.click(do_start, [preset, port, model_dir], outs, api_name=False, concurrency_limit=4)
