@@ -54,6 +54,9 @@ def app(*args: str, env_extra: dict[str, str] | None = None,
 
 
 _VISITORS = itertools.count(1)
+# Gradio's status tracker over a component whose event is still running (it gets `hide` when
+# the event is done)
+PENDING = "div.wrap.full:not(.hide):visible"
 
 
 def new_visitor() -> str:
@@ -72,6 +75,9 @@ def open_page(browser: Any, url: str, visitor: str | None = None) -> Any:
     page = ctx.new_page()
     page.goto(url)
     page.wait_for_selector("text=Variant 1", timeout=60_000)
+    # the page's own load events (the connection check) have landed: a slow one cannot
+    # overwrite what the test does next
+    page.locator(PENDING).first.wait_for(state="detached", timeout=120_000)
     return page
 
 

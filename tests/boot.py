@@ -132,7 +132,7 @@ class AppBoot:
             port = self.url.rsplit(":", 1)[1].strip("/")
             env = {**os.environ, "PLAYGROUND_BASE_URL": base_url, "GRADIO_SERVER_PORT": port,
                    "PLAYGROUND_RUNS_DIR": str(self.runs), "GRADIO_ANALYTICS_ENABLED": "False",
-                   "PLAYGROUND_READ_TIMEOUT_S": "10",  # the stall test waits this long
+                   "PLAYGROUND_READ_TIMEOUT_S": "20",  # the stall test waits this long
                    # each test's pages are a visitor of their own (tests/apphelp.open_page)
                    "PLAYGROUND_TRUSTED_PROXIES": "127.0.0.1",
                    "PLAYGROUND_USER_PRESETS_DIR": str(self.user_presets)}

@@ -44,25 +44,27 @@ def save_preset(page: Page, name: str, outcome: str) -> str:
 def test_visitors_see_only_their_own_runs_and_keep_their_presets(
         browser, app_url: str, observed: Callable[[str], None]) -> None:  # type: ignore[no-untyped-def]
     a, b = visitor(browser, app_url), visitor(browser, app_url)
-    shipped = replay_choices(b)
+
+    def runs_of(page: Page) -> list[str]:  # the run files a visitor's list offers
+        return [c for c in replay_choices(page) if c.endswith(".jsonl")]
+
     pick(a, "preset 1", "fixed-64-stream")
     pick(a, "preset 2", "fixed-64-nonstream")
     a.get_by_role("button", name="Run", exact=True).click()
     expect(a.locator("#metrics-1")).to_contain_text("E2E", timeout=LONG)
     expect(a.locator("#metrics-0")).to_contain_text("E2E", timeout=LONG)
     # the list refresh is chained after the run: wait for A's run to be listed
-    assert wait_for(lambda: len(replay_choices(a)) > len(shipped), 60, step=0.5)
-    mine = [c for c in replay_choices(a) if c not in shipped]
-    theirs = [c for c in replay_choices(b) if c not in shipped]
+    assert wait_for(lambda: bool(runs_of(a)), 60, step=0.5)
+    mine, theirs = runs_of(a), runs_of(b)
     fresh = visitor(browser, app_url)
-    others = [c for c in replay_choices(fresh) if c not in shipped]
+    others = runs_of(fresh)
     name = f"iso-{id(a) % 100000}"
     first = save_preset(a, name, "saved as")
     stolen = save_preset(b, name, "already exists")  # refused, named: not silently replaced
     again = save_preset(a, name, "replaces your earlier save")  # one's own: allowed
     empty = save_preset(b, "", "preset name")
     observed(f"A's list: {len(mine)} run(s) of A's; B's list and a new visitor's: "
-             f"{len(theirs)} and {len(others)} beyond the shipped; B saving A's name: "
+             f"{len(theirs)} and {len(others)} runs; B saving A's name: "
              f"{stolen} / empty name: {empty}")
     assert len(mine) == 1 and "playground" in mine[0]
     assert theirs == [] and others == []

@@ -11,15 +11,13 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from playground.server.prom import running_requests as running
+from tests.apphelp import PENDING  # a preset's values on their way into the controls
 from tests.serverstate import idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 LONG = 120_000
 
 
-# Gradio's status tracker over a component whose event is still running (a preset's values on
-# their way into the column's controls); it gets `hide` when the event is done.
-PENDING = "div.wrap.full:not(.hide):visible"
 
 
 def pick(page: Page, label: str, option: str) -> None:
