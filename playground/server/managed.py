@@ -165,7 +165,9 @@ class ManagedServer:
         if workdir is not None:  # an empty hub cache of its own: GET /v1/models lists nothing
             (workdir / "hub").mkdir(exist_ok=True)  # instead of failing on a missing cache
             env["HF_HUB_CACHE"] = str(workdir / "hub")
-        self.proc = subprocess.Popen(guarded(self.command(), self.python), stdout=log,
+        host = "127.0.0.1" if self.config.host in ("", "0.0.0.0", "::") else self.config.host
+        self.proc = subprocess.Popen(guarded(self.command(), self.python,
+                                             (host, self.config.port)), stdout=log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      env=env, cwd=workdir, start_new_session=True)
         log.close()
@@ -236,21 +238,40 @@ class ManagedServer:
 # in the same process group, and on SIGTERM/SIGINT -- from `stop()` or from its parent's death,
 # however that parent died, SIGKILL included -- signals the whole group (the server and the
 # engine processes it forked) and SIGKILLs what is left after a grace period. When the server
-# exits on its own, the guard exits with its code. Only the standard library: the server's
-# Python may be another environment.
+# exits on its own, the guard exits with its code. A server that does not accept connections
+# yet (still starting: nothing in flight to drain; vLLM mid-start ignores SIGTERM) gets a short
+# grace instead of the full one. Only the standard library: the server's Python may be another
+# environment.
 _GUARD = """\
-import ctypes, os, signal, sys, time
+import ctypes, os, signal, socket, sys, threading, time
 ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
 if os.getppid() != int(sys.argv[1]):
     os._exit(70)
 child = os.fork()
 if child == 0:
-    os.execvp(sys.argv[3], sys.argv[3:])
+    os.execvp(sys.argv[4], sys.argv[4:])
+served = []
+def watch():  # until the server first accepts a connection (a stop may close it at once)
+    host, _, port = sys.argv[3].rpartition(":")
+    while not served:
+        try:
+            socket.create_connection((host, int(port)), timeout=0.5).close()
+            served.append(True)
+        except (OSError, ValueError):
+            time.sleep(0.5)
+if sys.argv[3].endswith(":0"):
+    served.append(True)
+else:
+    threading.Thread(target=watch, daemon=True).start()
 def stop(signum, frame):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    up = bool(served)
+    grace = float(sys.argv[2]) if up else STARTING_GRACE_S
+    print(f"[guard] stop ({'serving' if up else 'still starting'}): SIGTERM to the group, "
+          f"SIGKILL after {grace:g} s", file=sys.stderr, flush=True)
     os.killpg(0, signal.SIGTERM)
-    deadline = time.monotonic() + float(sys.argv[2])
+    deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         try:
             if os.waitpid(child, os.WNOHANG)[0]:
@@ -265,14 +286,20 @@ signal.signal(signal.SIGINT, stop)
 _, status = os.waitpid(child, 0)
 os._exit(os.waitstatus_to_exitcode(status) % 256)
 """
-GUARD_GRACE_S = 10.0
+GUARD_GRACE_S = 10.0  # a serving server: time to end its requests and exit
+STARTING_GRACE_S = 2.0  # a server that accepts no connections yet
 
 
-def guarded(command: list[str], python: str = sys.executable) -> list[str]:
-    """`command` behind the guard (Linux; elsewhere unchanged)."""
+def guarded(command: list[str], python: str = sys.executable,
+            listen: tuple[str, int] | None = None) -> list[str]:
+    """`command` behind the guard (Linux; elsewhere unchanged). `listen`: where the server
+    accepts connections once it is up (host, port); until then a stop is quick."""
     if not sys.platform.startswith("linux"):
         return command
-    return [python, "-c", _GUARD, str(os.getpid()), str(GUARD_GRACE_S), *command]
+    host, port = listen or ("", 0)
+    guard = _GUARD.replace("STARTING_GRACE_S", repr(STARTING_GRACE_S))
+    return [python, "-c", guard, str(os.getpid()), str(GUARD_GRACE_S), f"{host}:{port}",
+            *command]
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

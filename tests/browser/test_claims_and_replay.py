@@ -3,6 +3,7 @@ real Chromium."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from playground.lab.replay import from_history, save
+from tests.integration.test_claims_cli import API_OUTCOMES
 from tests.unit.test_replay import recorded
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -42,6 +44,13 @@ def test_claims_run_all_builds_the_board_and_an_offline_report(page: Page, brows
     expect(page.locator("#claims-detail")).to_contain_text("too few samples (n=2 vs 2")
     expect(page.locator("#claims-detail")).to_contain_text("Ran on: Qwen/Qwen3-0.6B")
     report = Path(re.search(r"report (\S+\.html)", progress.inner_text()).group(1))  # type: ignore[union-attr]
+    # the board file the run wrote beside its report: the batch claim keeps its own n (one
+    # sample per repetition: the page's "repetitions" does not shrink it), and what the live
+    # server really does with each of the articles' API statements
+    saved = json.loads((report.parent / "claims.json").read_text("utf-8"))
+    batch = next(c for c in saved["claims"] if c["id"] == "batching")
+    assert batch["status"] == "done" and batch["checks"][0]["n_baseline"] == 10
+    assert {a["id"]: a["outcome"] for a in saved["api_checks"]} == API_OUTCOMES
     ctx = browser.new_context(offline=True)
     pg = ctx.new_page()
     pg.goto(report.as_uri())

@@ -20,6 +20,9 @@ def replay_choices(page: Page) -> list[str]:
     if not page.locator("#replay-pick").is_visible():
         panel.get_by_text("Replay a recording").first.click()
     page.locator("#replay-pick input").click()
+    # the list opens a moment after the click: wait for it (the shipped recordings are always
+    # in it) before reading, or an empty read would pass for "no runs"
+    expect(page.get_by_role("option").first).to_be_visible(timeout=30_000)
     options = page.get_by_role("option").all_inner_texts()
     page.keyboard.press("Escape")
     return options

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from playground.server import managed
-from playground.server.managed import ManagedServer, ServerConfig
+from playground.server.managed import ManagedServer, ServerConfig, free_port
 from tests.procs import group, wait_for
 
 # a "server" that forks an "engine" (a grandchild) and then serves forever
@@ -43,10 +43,6 @@ time.sleep(300)
 class Fake(ManagedServer):
     def command(self) -> list[str]:
         return [sys.executable, "-c", SERVER]
-
-
-
-
 
 
 def test_no_preexec_fn_and_stop_ends_the_whole_group(tmp_path: Path,
@@ -94,3 +90,41 @@ def test_a_threaded_parent_ending_takes_the_server_and_its_engine(tmp_path: Path
     parent.wait(timeout=10)
     # bounded: the guard's grace period (10 s) plus a margin
     assert wait_for(lambda: not group(pgid), 20), f"left after {sig.name}: {group(pgid)}"
+
+
+# a server still starting: it ignores SIGTERM (as vLLM does mid-start) and listens nowhere yet
+STARTING = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"
+# a server up and serving: it accepts connections on its port and exits on SIGTERM
+SERVING = ("import socket, sys, time; s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1])))"
+           "; s.listen(); s.accept(); print('conn' + 'ected', flush=True); time.sleep(300)")
+
+
+@pytest.mark.parametrize("state", ["still starting", "serving"])
+def test_stop_gives_a_starting_server_a_short_grace_and_a_serving_one_the_full(
+        tmp_path: Path, state: str) -> None:
+    """Nothing is in flight before the server accepts connections: a stop then does not wait
+    out the full grace (a Stop or a killed app mid-start ends the server in ~2 s, not ~10 s).
+    The guard says in the server's log which grace it gave."""
+    port = free_port()
+    code = STARTING if state == "still starting" else SERVING
+
+    class Server(ManagedServer):
+        def command(self) -> list[str]:
+            return [sys.executable, "-c", code, str(port)]
+
+    log = tmp_path / "s.log"
+    s = Server(ServerConfig(model="m", port=port), log)
+    s.start()
+    assert s.proc is not None
+    pgid = s.proc.pid
+    try:
+        assert wait_for(lambda: len(group(pgid)) == 2, 10)  # guard, server
+        if state == "serving":
+            # the guard's watch connected: from now on the server counts as serving
+            assert wait_for(lambda: "\nconnected" in log.read_text(), 10)
+    finally:
+        s.stop()
+    assert wait_for(lambda: not group(pgid), 20)
+    said = [line for line in log.read_text().splitlines() if line.startswith("[guard]")]
+    grace = managed.STARTING_GRACE_S if state == "still starting" else managed.GUARD_GRACE_S
+    assert said == [f"[guard] stop ({state}): SIGTERM to the group, SIGKILL after {grace:g} s"]
