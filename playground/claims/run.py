@@ -34,11 +34,14 @@ def claim_experiment(claim: Claim, library: PresetLibrary, *, examples: int | No
                      repetitions: int | None = None) -> Experiment:
     assert claim.experiment is not None
     data = dict(claim.experiment)
-    if claim.kind == "ab":  # a batch claim's sample is one per repetition: keep its own
-        if examples is not None:
-            data["examples"] = examples
-        if repetitions is not None:
-            data["repetitions"] = repetitions
+    # --repetitions (the page's "repetitions") applies to every claim: a batch claim's sample is
+    # one batch per repetition, so fewer repetitions mean fewer samples (and the board says so
+    # -- "too few samples"/"not measurable" -- rather than silently keeping the claim's own);
+    # --examples applies to A/B claims (a batch always sends batch_size rows)
+    if examples is not None and claim.kind == "ab":
+        data["examples"] = examples
+    if repetitions is not None:
+        data["repetitions"] = repetitions
     exp = experiment_from_dict(data, library, source=f"claim {claim.id}")
     names = [v.name for v in exp.variants]
     if claim.variant not in names:

@@ -30,7 +30,7 @@ from typing import Any
 from playground.errors import PlaygroundError
 from playground.lab.store import BackgroundRecord
 from playground.server import prom
-from playground.server.managed import guarded
+from playground.server.guard import guarded
 
 # The engine exits when its parent goes away (a killed benchmark must not leave it loading the
 # server): a thread watches the parent pid.

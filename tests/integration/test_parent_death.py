@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from playground.server import managed
+from playground.server import guard, managed
 from playground.server.managed import ManagedServer, ServerConfig, free_port
 from tests.procs import group, wait_for
 
@@ -126,5 +126,5 @@ def test_stop_gives_a_starting_server_a_short_grace_and_a_serving_one_the_full(
         s.stop()
     assert wait_for(lambda: not group(pgid), 20)
     said = [line for line in log.read_text().splitlines() if line.startswith("[guard]")]
-    grace = managed.STARTING_GRACE_S if state == "still starting" else managed.GUARD_GRACE_S
+    grace = guard.STARTING_GRACE_S if state == "still starting" else guard.GUARD_GRACE_S
     assert said == [f"[guard] stop ({state}): SIGTERM to the group, SIGKILL after {grace:g} s"]

@@ -87,6 +87,13 @@ def test_every_seed_claim_is_a_claim_file_and_builds() -> None:
     assert claims["engine"].needs_servers()
     assert {v.name: v.engine for v in engine.variants} == {"transformers": "transformers",
                                                            "vllm": "vllm"}
+    # the overrides: --repetitions applies to every claim (a batch claim's samples are its
+    # repetitions), --examples to the A/B claims (a batch always sends batch_size rows)
+    quick = {c: claim_experiment(claims[c], library, examples=2, repetitions=1)
+             for c in ("batching", "streaming")}
+    assert (quick["batching"].repetitions, quick["batching"].examples) == (
+        1, claim_experiment(claims["batching"], library).examples)
+    assert (quick["streaming"].repetitions, quick["streaming"].examples) == (1, 2)
     sdk = claim_experiment(claims["sdk"], library)
     assert {v.name: v.client for v in sdk.variants} == {"langchain": "langchain",
                                                         "openai-sdk": "openai"}
