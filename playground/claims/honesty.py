@@ -34,8 +34,10 @@ def demo_reason(check: Check, base: Variant, var: Variant) -> str:
     if metric in ("json_valid", "schema_valid") and any(v.guided_json is None for v in sides):
         return ("free generation from random weights is never JSON, so the free side's "
                 "validity is 0% by construction")
+    # the first visible (answer) character waits for the whole reply when not streaming, and
+    # for the end of the reasoning when thinking is on: then it depends on lengths too
     length_metric = metric in ("e2e_ms", "batch_wall_ms", "ttfa_ms") or (
-        metric == "visible_wait_ms" and any(not v.stream for v in sides))
+        metric == "visible_wait_ms" and any(not v.stream or v.thinking for v in sides))
     if not length_metric:
         return ""
     if any(_open_thinking(v) for v in sides):

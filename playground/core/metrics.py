@@ -62,10 +62,23 @@ class Metrics:
     reasoning_tokens: int | None
     # the client library's own time before the request reached the transport (t_send - t_call)
     pre_send_ms: float | None = None
+    # whether the reply had answer text (None: not known -- the caller did not say)
+    answered: bool | None = None
 
     @property
     def visible_wait_ms(self) -> float | None:
-        """When the user sees the first character: TTFT streaming, E2E otherwise."""
+        """When the audience sees the first character of the ANSWER: TTFA streaming, E2E
+        otherwise; None when the reply has no answer text (reasoning sits in a collapsed
+        panel: it is not what the audience sees). See `first_visible_ms`."""
+        if self.ttft_ms is not None or self.ttfa_ms is not None:  # streamed
+            return self.ttfa_ms
+        return None if self.answered is False else self.e2e_ms
+
+    def first_visible_ms(self, show_reasoning: bool = False) -> float | None:
+        """The first character on screen: the answer's by default; with the reasoning shown
+        (the page's "show reasoning"), reasoning or answer, whichever came first (TTFT)."""
+        if not show_reasoning:
+            return self.visible_wait_ms
         return self.ttft_ms if self.ttft_ms is not None else self.e2e_ms
 
 
@@ -75,7 +88,9 @@ def _ms(start: float | None, end: float | None) -> float | None:
     return (end - start) * 1000.0
 
 
-def derive(raw: RawTimings) -> Metrics:
+def derive(raw: RawTimings, answered: bool | None = None) -> Metrics:
+    """`answered`: whether the reply had answer text (the caller holds the text; a streamed
+    reply says so by its first content token already)."""
     ttft = _ms(raw.t_send, raw.t_first_token) if raw.streaming else None
     e2e = _ms(raw.t_send, raw.t_last)
     n = raw.usage.completion_tokens
@@ -97,6 +112,7 @@ def derive(raw: RawTimings) -> Metrics:
         prompt_tokens=raw.usage.prompt_tokens,
         reasoning_tokens=raw.usage.reasoning_tokens,
         pre_send_ms=_ms(raw.t_call, raw.t_send),
+        answered=(raw.t_first_content is not None) if raw.streaming else answered,
     )
 
 

@@ -84,7 +84,7 @@ class RequestRecord(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @cached_property
     def metrics(self) -> Metrics:
-        return derive(self.raw)
+        return derive(self.raw, answered=bool(self.content))
 
     @property
     def ok(self) -> bool:

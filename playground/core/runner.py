@@ -94,7 +94,7 @@ class Recording:
         return self.status in ("done", "error", "cancelled")
 
     def metrics(self) -> Metrics:
-        return derive(self.raw)
+        return derive(self.raw, answered=bool(self.content) if self.finished else None)
 
 
 def new_recording(variant: Variant, request: ChatRequest, base_url: str) -> Recording:

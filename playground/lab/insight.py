@@ -6,8 +6,9 @@ definitions side by side, SLO goodput, and the thinking x guided-JSON grid.
   generated token (reasoning or content); TTFA is the first *answer* token. Same requests,
   three numbers.
 - Goodput: the share of requests meeting every objective. The TTFT objective applies to the
-  first visible character (TTFT when streaming, E2E when not: a non-streaming user waits for
-  the whole answer); failed requests never meet an objective.
+  first visible character -- of the answer (TTFA when streaming, E2E when not: a
+  non-streaming user waits for the whole answer; a reply with no answer text never meets it);
+  failed requests never meet an objective.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ NEEDS_TRANSFORMERS = ("needs a Transformers server: start the `transformers` ser
 @dataclass
 class StepRow:
     label: str
-    visible_ms: float | None  # first visible character: TTFT streaming, E2E otherwise
+    visible_ms: float | None  # first visible (answer) character: TTFA streaming, E2E otherwise
     e2e_ms: float | None
     saved_ms: float | None  # vs the previous measured step's first visible character
     article_p50_ms: float | None

@@ -39,6 +39,7 @@ class Column:
     inputs: dict[str, list[Any]] = field(default_factory=dict)
     answer: Any = None
     reasoning: Any = None
+    reasoning_panel: Any = None  # opened by the page's "show reasoning"
     badge: Any = None
     metrics: Any = None
     error: Any = None
@@ -103,7 +104,8 @@ def column(i: int, ctx: UIContext) -> Column:
         col.badge = gr.Markdown("", elem_id=f"badge-{i}")
         col.answer = gr.Textbox(label=f"answer {i + 1}", lines=6, max_lines=12,
                                 interactive=False, elem_id=f"answer-{i}")
-        with gr.Accordion("reasoning", open=False, elem_id=f"reasoning-panel-{i}"):
+        with gr.Accordion("reasoning", open=False,
+                          elem_id=f"reasoning-panel-{i}") as col.reasoning_panel:
             col.reasoning = gr.Textbox(label=f"reasoning {i + 1}", lines=4, max_lines=10,
                                        interactive=False, elem_id=f"reasoning-{i}")
         with gr.Accordion("View code", open=False):

@@ -27,7 +27,7 @@ from playground.ui.stage import Session, Shown, Stage, record_history
 
 
 def table_html(ladder: Ladder, step_rows: list[lad.StepRow]) -> str:
-    head = ("<tr><th>step</th><th>first visible character</th><th>E2E</th>"
+    head = ("<tr><th>step</th><th>first visible (answer) character</th><th>E2E</th>"
             "<th>saved vs the step before</th><th>article P50 (P95)</th><th>JSON valid</th>"
             "</tr>")
     body = []

@@ -55,6 +55,7 @@ class Feed:
     done: bool = False
     on_close: Callable[[], None] | None = None  # the page went away mid-run: stop the run
     channel: Channel | None = None  # the page's connection (None: a malformed token)
+    show_reasoning: bool = False  # the page shows reasoning: the headline counts it
 
     def finish(self) -> None:
         self.done = True
@@ -163,7 +164,8 @@ def _views(feed: Feed, final: bool) -> dict[str, object]:
                    for rec, col in zip(feed.recs, feed.where, strict=False)})
     out: dict[str, object] = {
         "s": status,
-        "h": headline_html(feed.recs, now), "g": live_timeline(feed.recs, now)}
+        "h": headline_html(feed.recs, now, feed.show_reasoning),
+        "g": live_timeline(feed.recs, now)}
     if final:
         out["b"] = latency_bars(feed.recs)
     return out

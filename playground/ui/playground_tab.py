@@ -56,6 +56,11 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         n_columns = gr.Slider(2, MAX_COLUMNS, 2, step=1, label="variants", scale=2)
         mode = gr.Radio(["concurrent", "sequential (fair)"], value="concurrent",
                         label="run mode", scale=2)
+        show_reasoning = gr.Checkbox(False, label="show reasoning", scale=1,
+                                     elem_id="show-reasoning",
+                                     info="opens every reasoning panel; the headline then "
+                                     "counts reasoning as visible (off: the first answer "
+                                     "character)")
         run_btn = gr.Button("Run", variant="primary", scale=1)
         stop_btn = gr.Button("Stop", variant="stop", scale=1)
         presenter = gr.Button("Presenter view", scale=1, elem_id="presenter-toggle")
@@ -118,18 +123,24 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         wire_column(c, ctx, base_url, model)
 
     # --- run ----------------------------------------------------------------------------------
-    run_inputs = [token, session, base_url, api_key, model, prompt, n_columns, mode]
+    show_reasoning.change(lambda on: [gr.update(open=bool(on)) for _ in columns],
+                          show_reasoning, [c.reasoning_panel for c in columns],
+                          api_name=False, show_progress="hidden")
+    run_inputs = [token, session, base_url, api_key, model, prompt, n_columns, mode,
+                  show_reasoning]
     for c in columns:
         run_inputs += [c.preset, *c.controls()]
     per_column = 1 + len(columns[0].controls())
 
     async def do_run(request: gr.Request, tok: str, sess: Session, url: str, key: str,
                      model_name: str | None, text: str | None, n_cols: float, run_mode: str,
-                     *cols: Any) -> list[str]:
+                     reasoning_shown: Any, *cols: Any) -> list[str]:
         if sess.active is not None:  # (its page keeps following the run in flight)
             gr.Warning("a run is already in progress in this tab: Stop it first")
             return [gr.skip()] * len(stage.live_outputs())
         frame = stage.frame(tok)
+        if frame.feed is not None:  # the headline counts what the page shows
+            frame.feed.show_reasoning = reasoning_shown is True or reasoning_shown == "true"
         n = int(n_cols)
         text = text or ""
         shown = Shown("run", url=str(url), cold=ctx.warm.warming)

@@ -52,11 +52,15 @@ def metrics_md(rec: Recording, now: float | None = None, floor_ms: float | None 
     if m.tpot_ms is not None:
         parts.append(floor_text(m.tpot_ms, floor_ms))
     line = " · ".join(parts)
-    if not rec.raw.streaming and m.e2e_ms is not None:
+    answer = m.visible_wait_ms
+    if rec.status == "done" and answer is None and m.e2e_ms is not None:
+        line += ("\n\n**No answer**: every token was reasoning (it sits in the collapsed "
+                 "reasoning panel) -- the audience saw no answer text.")
+    elif not rec.raw.streaming and answer is not None:
         line += (f"\n\n⏳ The user stares at an empty screen for the whole "
-                 f"**{ms(m.e2e_ms)}** before the first character appears.")
-    elif m.ttft_ms is not None:
-        line += f"\n\nFirst character visible after **{ms(m.ttft_ms)}**."
+                 f"**{ms(answer)}** before the first character appears.")
+    elif answer is not None:
+        line += f"\n\nFirst answer character visible after **{ms(answer)}**."
     if rec.status == "cancelled":
         line = "**stopped** (partial output kept) · " + line
     if rec.raw.finish_reason:
@@ -108,18 +112,31 @@ def _speedup(base: float | None, this: float | None) -> str:
     return "same as column 1"
 
 
-def headline_html(recs: Sequence[Recording], now: float | None = None) -> str:
-    """The presenter's row: per column, in large type, when the first character became visible,
-    the E2E and how it compares with column 1 (the first column is the baseline)."""
+HEADLINE_LABEL = {False: "first answer character", True: "first character (reasoning shown)"}
+
+
+def headline_html(recs: Sequence[Recording], now: float | None = None,
+                  show_reasoning: bool = False) -> str:
+    """The presenter's row: per column, in large type, when the first character the audience
+    sees appeared, the E2E and how it compares with column 1 (the first column is the
+    baseline). By default that is the first ANSWER character (the reasoning panels are
+    collapsed); with `show_reasoning` (the page opens them) reasoning counts too. A column
+    that ended with no answer says so and is compared with nothing."""
     if not recs:
         return ""
-    waits = [r.metrics().visible_wait_ms if r.error is None else None for r in recs]
+    label = HEADLINE_LABEL[show_reasoning]
+    waits = [r.metrics().first_visible_ms(show_reasoning) if r.error is None else None
+             for r in recs]
     cards = []
     for i, r in enumerate(recs):
         m = r.metrics()
         wait = waits[i]
         if r.error is not None:
             big, small, cmp = "failed", escape(type(r.error).__name__), ""
+        elif wait is None and r.status == "done":
+            big, cmp = "no answer", ""
+            small = (f"reasoning only · E2E {ms(m.e2e_ms)}" if m.e2e_ms is not None
+                     else "reasoning only")
         elif wait is None:
             big = "…" if r.status in ("pending", "running") else "-"
             small, cmp = ("stopped" if r.status == "cancelled" else "waiting for the first "
@@ -133,7 +150,7 @@ def headline_html(recs: Sequence[Recording], now: float | None = None) -> str:
         cards.append(
             f'<div class="hl-card hl-{i}"><div class="hl-name">{i + 1}. '
             f'{escape(r.variant.name)}</div><div class="hl-big">{big}</div>'
-            f'<div class="hl-label">first visible character</div>'
+            f'<div class="hl-label">{label}</div>'
             f'<div class="hl-small">{small}</div><div class="hl-cmp">{cmp}</div></div>')
     return f'<div class="hl-row" id="headline-row">{"".join(cards)}</div>'
 

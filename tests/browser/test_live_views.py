@@ -168,8 +168,10 @@ def test_presenter_view_puts_the_headline_above_the_fold(browser, app_url: str) 
         box = cards.nth(i).bounding_box()
         assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 900, box
     text = page.locator("#hl-live").inner_text()
-    assert "first visible character" in text and "E2E" in text
-    assert "than column 1" in text or "same as column 1" in text
+    assert "first answer character" in text and "E2E" in text
+    # the seed default on the demo model never ends its thinking: its card says so, and the
+    # other card compares with nothing (docs/playground.md, presenter view)
+    assert "no answer" in text and "than column 1" not in text
     size = page.locator("#hl-live .hl-big").first.evaluate(
         "e => parseFloat(getComputedStyle(e).fontSize)")
     assert size >= 40, size  # large type

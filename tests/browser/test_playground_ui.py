@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -57,13 +58,46 @@ def test_compare_seed_default_and_all_optimizations(page: Page) -> None:
     expect(page.locator("#answer-1 textarea")).not_to_have_value("")
     expect(page.locator("#tl-live svg")).to_be_visible()
     expect(page.locator("#bars-live svg")).to_contain_text("E2E")
-    expect(page.locator("#hl-live")).to_contain_text("first visible character")
+    # the headline counts what is on screen: the seed default's reply on the demo model is all
+    # reasoning (its thinking never ends) in a collapsed panel -- "no answer", compared with
+    # nothing; the other column is not "N x faster" than an answer that never came
+    expect(page.locator("#hl-live")).to_contain_text("first answer character")
+    expect(page.locator("#hl-live .hl-0 .hl-big")).to_have_text("no answer")
+    expect(page.locator("#metrics-0")).to_contain_text("No answer")
+    expect(page.locator("#hl-live .hl-1 .hl-big")).to_contain_text("ms")
+    assert page.locator("#hl-live .hl-1 .hl-cmp").inner_text().strip() == ""
     page.get_by_text("View code").nth(1).click()
     code = page.locator("#code-py-1")
     expect(code).to_contain_text("chat.completions.create")
     expect(code).to_contain_text("'enable_thinking': False")
     expect(code).to_contain_text("json_schema")
     expect(page.locator("#code-curl-1")).to_contain_text("/chat/completions")
+    # "show reasoning" opens the reasoning panels, and the next run's headline counts reasoning
+    # as visible and says so: column 1 now has a first character, column 2 a comparison
+    page.get_by_label("show reasoning").check()
+    expect(page.locator("#reasoning-0 textarea")).to_be_visible()
+    page.get_by_role("button", name="Run", exact=True).click()
+    expect(page.locator("#hl-live .hl-0")).to_contain_text("first character (reasoning shown)",
+                                                           timeout=LONG)
+    expect(page.locator("#hl-live .hl-1 .hl-cmp")).to_contain_text("than column 1",
+                                                                   timeout=LONG)
+    expect(page.locator("#hl-live .hl-0 .hl-big")).to_contain_text("ms")
+
+
+def test_stable_hooks_for_external_probes(page: Page) -> None:
+    """The hooks docs/playground.md promises to scripts that drive the page, all in one run."""
+    for i, preset in enumerate(("fixed-64-stream", "fixed-64-nonstream")):
+        pick(page, f"preset {i + 1}", preset)  # the picker labelled "preset {i+1}"
+    page.get_by_role("button", name="Run", exact=True).click()
+    for i in range(2):
+        expect(page.locator(f"#metrics-{i}")).to_contain_text("E2E", timeout=LONG)
+        assert page.locator(f"#answer-{i} textarea").input_value() != ""
+        page.get_by_text("View code").nth(i).click()  # the accordion under column i
+        expect(page.locator(f"#code-curl-{i}")).to_contain_text("/chat/completions")
+        expect(page.locator(f"#hl-live .hl-{i} .hl-big")).to_contain_text("ms")
+    line = page.locator("#metrics-0").inner_text()
+    assert re.search(r"TTFT [\d,.]+ ms", line) and re.search(r"TTFA [\d,.]+ ms", line), line
+    assert "TTFT n/a (non-streaming)" in page.locator("#metrics-1").inner_text()
 
 
 def test_a_langchain_column_runs_next_to_the_sdk_and_shows_its_own_code(page: Page) -> None:

@@ -69,7 +69,7 @@ def test_the_feed_streams_appended_text_views_and_an_end() -> None:
             text[key] = text.get(key, "") + piece
     assert text == {"answer-0": recs[0].content, "answer-2": recs[1].content}
     final = evs[-2]
-    assert "first visible character" in final["h"] and "<svg" in final["g"]
+    assert "first answer character" in final["h"] and "<svg" in final["g"]
     assert "TTFT" in final["b"] and final["s"] == {"0": "", "2": ""}  # status cleared
     assert all("w" in ev for ev in evs[:-1])  # each message says when it was sent
 
@@ -226,3 +226,28 @@ def test_a_run_no_page_follows_is_abandoned_after_the_grace() -> None:
     assert not followed.abandoned(grace_s=20)  # the page reconnects within the grace
     ch.left = now - 25
     assert followed.abandoned(grace_s=20)  # gone
+
+
+def test_the_headline_counts_what_the_page_shows_and_never_compares_with_no_answer() -> None:
+    """Column 1's reply was all reasoning (collapsed: the audience saw nothing): "no answer",
+    and column 2 is not "N x faster" than it. With the reasoning shown, column 1's first
+    character is its first reasoning token, and the comparison is made -- and labelled."""
+    from playground.ui.render import headline_html
+
+    thinker, answerer = live("thinker"), live("answerer")
+    for rec, first, answer in ((thinker, 1.0, False), (answerer, 1.5, True)):
+        rec.raw.t_send, rec.raw.t_first_chunk, rec.raw.t_last = 0.0, first, 2.0
+        rec.raw.t_first_reasoning = first
+        if answer:
+            rec.raw.t_first_content = first + 0.1
+            rec.content = "the answer"
+        rec.raw.token_times = [first, 2.0]
+        rec.reasoning, rec.status = "hm", "done"
+    hidden = headline_html([thinker, answerer])
+    assert hidden.count("first answer character") == 2
+    assert '<div class="hl-big">no answer</div>' in hidden
+    assert "faster" not in hidden and "slower" not in hidden
+    assert '<div class="hl-big">1,600 ms</div>' in hidden  # the answer's first character
+    shown = headline_html([thinker, answerer], show_reasoning=True)
+    assert shown.count("first character (reasoning shown)") == 2
+    assert "no answer" not in shown and "1.5× slower than column 1" in shown

@@ -191,3 +191,27 @@ def test_bootstrap_ci_contains_the_median() -> None:
     lo, hi = bootstrap_ci(data)  # type: ignore[misc]
     assert lo <= 20.0 <= hi
     assert bootstrap_ci([1.0]) is None
+
+
+async def test_the_visible_wait_is_the_answers_and_reasoning_counts_only_when_shown() -> None:
+    """Streamed: reasoning at 0.1 s, the answer at 0.5 s -- the audience (reasoning panel
+    collapsed) sees the answer's first character at 500 ms; with the reasoning shown, at 100 ms.
+    A reply that is all reasoning has no visible answer at all, streamed or not."""
+    both = FakeStream([chunk(reasoning="hm"), chunk(content="A"), usage_chunk(2)])
+    rec = await record(both, ScriptedClock(0, 0, 0.1, 0.5, 0.6, 0.7), stream=True)
+    m = rec.metrics()
+    assert (m.ttft_ms, m.ttfa_ms) == (pytest.approx(100), pytest.approx(500))
+    assert m.visible_wait_ms == pytest.approx(500) and m.answered is True
+    assert m.first_visible_ms(show_reasoning=True) == pytest.approx(100)
+    only = FakeStream([chunk(reasoning="hm"), chunk(reasoning="m"), usage_chunk(2)])
+    m = (await record(only, ScriptedClock(0, 0, 0.1, 0.2, 0.3, 0.4), stream=True)).metrics()
+    assert m.visible_wait_ms is None and m.answered is False
+    assert m.first_visible_ms(show_reasoning=True) == pytest.approx(100)
+    resp = ChatCompletion.model_validate({
+        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "length",
+                     "message": {"role": "assistant", "content": None, "reasoning": "hmm"}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}})
+    m = (await record(resp, ScriptedClock(0.0, 1.8, 1.81), stream=False)).metrics()
+    assert m.e2e_ms == pytest.approx(1800) and m.visible_wait_ms is None
+    assert m.first_visible_ms(show_reasoning=True) == pytest.approx(1800)
