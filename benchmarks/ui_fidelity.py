@@ -225,7 +225,7 @@ def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path) -> tuple[dict
     port = free_port()
     env = {**os.environ, "PLAYGROUND_BASE_URL": base_url, "GRADIO_SERVER_PORT": str(port),
            "PLAYGROUND_RUNS_DIR": str(runs_dir), "GRADIO_ANALYTICS_ENABLED": "False",
-           "PLAYGROUND_WARMUP": "off"}
+           "PLAYGROUND_WARMUP": "off", "PLAYGROUND_UI_INSTRUMENT": "1"}
     settings = Settings(base_url=base_url)
     variant = PresetLibrary(settings.presets_dir).get(PRESET)
     url = f"http://127.0.0.1:{port}/"

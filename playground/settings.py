@@ -85,6 +85,9 @@ class Settings(BaseModel):
     # request that comes from one of them is the visitor named in its X-Forwarded-For. From
     # any other address that header is the client's own words, and ignored.
     trusted_proxies: str = ""
+    # benchmarks/ui_fidelity only: stamp every live message with its send time and log each
+    # one's arrival in the page (window.qllFeedLog); off in normal use
+    ui_instrument: bool = False
 
     def proxies(self) -> frozenset[str]:
         return frozenset(a.strip() for a in self.trusted_proxies.split(",") if a.strip())

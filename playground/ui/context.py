@@ -111,7 +111,8 @@ class UIContext:
         library = PresetLibrary(settings.presets_dir, settings.user_presets_dir)
         examples = load_examples(settings.presets_dir)
         return cls(settings, library, banner=banner, server_note=server_note,
-                   replay_only=replay_only, examples=examples)
+                   replay_only=replay_only, examples=examples,
+                   feeds=Feeds(instrument=settings.ui_instrument))
 
     def visitor(self, request: Any) -> str:
         """`visitor_of` with the operator's trusted proxies."""

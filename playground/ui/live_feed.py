@@ -86,8 +86,9 @@ class Channel:
 class Feeds:
     """The pages that follow their runs live, by the page's token."""
 
-    def __init__(self) -> None:
+    def __init__(self, instrument: bool = False) -> None:
         self._channels: dict[str, Channel] = {}
+        self.instrument = instrument  # stamp messages for benchmarks/ui_fidelity (Settings)
 
     def _channel(self, token: str) -> Channel:
         ch = self._channels.get(token)
@@ -119,13 +120,13 @@ class Feeds:
         token = request.path_params.get("token", "")
         if not TOKEN_RE.fullmatch(token):
             return PlainTextResponse("bad live token", status_code=400)
-        return StreamingResponse(follow_channel(self._channel(token)),
+        return StreamingResponse(follow_channel(self._channel(token), self.instrument),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache",
                                           "X-Accel-Buffering": "no"})
 
 
-async def follow_channel(ch: Channel) -> AsyncIterator[bytes]:
+async def follow_channel(ch: Channel, instrument: bool = False) -> AsyncIterator[bytes]:
     """A page's stream: every run it starts, one after another; a comment now and then so a
     closed page is noticed (the write fails and this generator is closed)."""
     ch.followers += 1
@@ -135,7 +136,7 @@ async def follow_channel(ch: Channel) -> AsyncIterator[bytes]:
         while True:
             feed = ch.feed
             if feed is not None and feed is not done:
-                async for chunk in stream(feed):
+                async for chunk in stream(feed, instrument=instrument):
                     yield chunk
                 done = feed
                 continue
@@ -171,8 +172,8 @@ def _views(feed: Feed, final: bool) -> dict[str, object]:
     return out
 
 
-async def stream(feed: Feed, *, frame_s: float = FRAME_S, poll_s: float = POLL_S
-                 ) -> AsyncIterator[bytes]:
+async def stream(feed: Feed, *, frame_s: float = FRAME_S, poll_s: float = POLL_S,
+                 instrument: bool = False) -> AsyncIterator[bytes]:
     """Appended text of every column as [[element id, start, text], ...] ("t"), at once for a
     column's first text and at most once per `frame_s`; the views on every heartbeat and
     state change; the final views and {"end": true} when the run is over."""
@@ -208,7 +209,8 @@ async def stream(feed: Feed, *, frame_s: float = FRAME_S, poll_s: float = POLL_S
             state, last_views = now_state, now
             msg.update(_views(feed, done))
         if msg:
-            msg["w"] = round(time.time(), 4)  # sent at (wall clock): for benchmarks/ui_fidelity
+            if instrument:  # sent at (wall clock): for benchmarks/ui_fidelity only
+                msg["w"] = round(time.time(), 4)
             yield _event(msg)
         if done:
             yield _event({"end": True})
@@ -245,8 +247,10 @@ HEAD_JS = """<script>
       setTimeout(() => document.querySelectorAll('.stale').forEach(
         (e) => e.classList.remove('stale')), 1500);
     }
-    const log = window.qllFeedLog || (window.qllFeedLog = []);
-    if (log.length < 5000) log.push([performance.timeOrigin + performance.now(), d.w]);
+    if (d.w !== undefined) {  // an instrumented app (benchmarks/ui_fidelity) only
+      const log = window.qllFeedLog || (window.qllFeedLog = []);
+      if (log.length < 5000) log.push([performance.timeOrigin + performance.now(), d.w]);
+    }
     for (const [id, start, piece] of (d.t || [])) {
       const full = (text[id] || '').slice(0, start) + piece;
       text[id] = full;

@@ -53,14 +53,20 @@ def test_the_feed_streams_appended_text_views_and_an_end() -> None:
             r.feed(Event("done", time.perf_counter()))
         feed.finish()
 
-    async def main() -> list[bytes]:
+    async def main(instrument: bool) -> list[bytes]:
         feed = Feed(recs=recs, where=[0, 2])
         task = asyncio.create_task(produce(feed))
-        out = [chunk async for chunk in stream(feed, frame_s=0.0, poll_s=0.001)]
+        out = [chunk async for chunk in stream(feed, frame_s=0.0, poll_s=0.001,
+                                               instrument=instrument)]
         await task
         return out
 
-    evs = events(asyncio.run(main()))
+    evs = events(asyncio.run(main(instrument=False)))
+    # benchmark instrumentation only in an instrumented app (Settings.ui_instrument)
+    assert not any("w" in ev for ev in evs)
+    for r in recs:
+        r.content, r.status, r.raw = "", "pending", RawTimings(streaming=True)
+    evs = events(asyncio.run(main(instrument=True)))
     assert evs[-1] == {"end": True}
     text: dict[str, str] = {}
     for ev in evs:
@@ -71,7 +77,7 @@ def test_the_feed_streams_appended_text_views_and_an_end() -> None:
     final = evs[-2]
     assert "first answer character" in final["h"] and "<svg" in final["g"]
     assert "TTFT" in final["b"] and final["s"] == {"0": "", "2": ""}  # status cleared
-    assert all("w" in ev for ev in evs[:-1])  # each message says when it was sent
+    assert all("w" in ev for ev in evs[:-1])  # each message says when it was sent (instrumented)
 
 
 def test_a_page_channel_follows_its_runs_and_a_bad_token_follows_nothing() -> None:
