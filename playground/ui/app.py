@@ -19,7 +19,7 @@ from playground.server.embedded import EmbeddedServer, ensure_server
 from playground.settings import Settings
 from playground.ui.blocks import CSS, build_ui
 from playground.ui.context import UIContext
-from playground.ui.live_feed import HEAD_JS
+from playground.ui.live_feed import head_js
 from playground.ui.login import SlowLogin
 
 SHARE_HOST = "api.gradio.app:443"
@@ -94,7 +94,7 @@ def launch(settings: Settings, *, host: str = "127.0.0.1", port: int = 7860,
         demo.launch(server_name=host, server_port=port, share=share, css=CSS,
                     auth=SlowLogin(auth).check if auth else None, footer_links=["api", "gradio"],
                     max_file_size=MAX_BYTES,
-                    head=HEAD_JS, app_kwargs={"routes": [ctx.feeds.route()]})
+                    head=head_js(), app_kwargs={"routes": [ctx.feeds.route()]})
     finally:
         ctx.shutdown()  # runs in flight: stopped, stored; then the servers we started
         if server is not None:

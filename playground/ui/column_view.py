@@ -13,6 +13,7 @@ import gradio as gr
 from playground.core import request
 from playground.errors import ValidationFailed
 from playground.specs.presets import Variant
+from playground.ui import ids
 from playground.ui.columns import (
     CLIENT_CHOICES,
     CUSTOM,
@@ -98,22 +99,22 @@ def column(i: int, ctx: UIContext) -> Column:
                 col.inputs[f.name] = _widget(f, values[f.name], i, ctx)
         col.error = gr.Markdown(elem_classes=["variant-error"], elem_id=f"error-{i}")
         # the live feed's status line (never a Gradio value: only the feed writes it)
-        gr.HTML(f'<div id="live-status-{i}" class="live-status"></div>')
-        col.metrics = gr.Markdown("", elem_id=f"metrics-{i}")
-        col.phases = gr.HTML("", elem_id=f"phases-{i}")
-        col.badge = gr.Markdown("", elem_id=f"badge-{i}")
+        gr.HTML(f'<div id="{ids.col(ids.LIVE_STATUS, i)}" class="live-status"></div>')
+        col.metrics = gr.Markdown("", elem_id=ids.col(ids.METRICS, i))
+        col.phases = gr.HTML("", elem_id=ids.col(ids.PHASES, i))
+        col.badge = gr.Markdown("", elem_id=ids.col(ids.BADGE, i))
         col.answer = gr.Textbox(label=f"answer {i + 1}", lines=6, max_lines=12,
-                                interactive=False, elem_id=f"answer-{i}")
+                                interactive=False, elem_id=ids.col(ids.ANSWER, i))
         with gr.Accordion("reasoning", open=False,
                           elem_id=f"reasoning-panel-{i}") as col.reasoning_panel:
             col.reasoning = gr.Textbox(label=f"reasoning {i + 1}", lines=4, max_lines=10,
-                                       interactive=False, elem_id=f"reasoning-{i}")
+                                       interactive=False, elem_id=ids.col(ids.REASONING, i))
         with gr.Accordion("View code", open=False):
             col.code_py = gr.Code(language="python", label=f"Python (openai SDK, or LangChain "
                                   f"for client langchain) {i + 1}",
                                   interactive=False, elem_id=f"code-py-{i}")
             col.code_curl = gr.Code(language="shell", label=f"curl {i + 1}", interactive=False,
-                                    elem_id=f"code-curl-{i}")
+                                    elem_id=ids.col(ids.CODE_CURL, i))
     return col
 
 

@@ -1,6 +1,7 @@
 """The live channel: a run's answers, reasoning, status lines, headline and timeline go to the
 browser over one Server-Sent-Events stream per page, written straight into the page by a few
-lines of page JavaScript (HEAD_JS), instead of through Gradio's event messages.
+lines of page JavaScript (static/live.js, see `head_js`), instead of through Gradio's event
+messages.
 
 Why: Gradio's frontend handles every message of a streaming event by refreshing the loading
 state of every component any event has touched (a structured clone of each one's props, plotly
@@ -24,6 +25,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
+from pathlib import Path
+from typing import TypedDict
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
@@ -31,6 +34,7 @@ from starlette.routing import Route
 
 from playground.core.runner import Recording
 from playground.outputs.live_svg import latency_bars, live_timeline
+from playground.ui import ids
 from playground.ui.render import headline_html, status_html
 
 FRAME_S = 0.03
@@ -41,6 +45,19 @@ KEEPALIVE_S = 15.0
 WAIT_S = 30.0  # the page connects at the click, before the run is registered and prepared
 ORPHAN_S = 20.0  # a run no page has followed this long is stopped (the visitor left)
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{16,64}")
+
+
+class LiveMessage(TypedDict, total=False):
+    """One message of the live stream (a Server-Sent Event's data, JSON); static/live.js reads
+    it. Every field is optional."""
+
+    text: list[list[object]]  # [[element id, start, piece], ...]: text appended to a box
+    status: dict[str, str]  # column -> its live status line (HTML)
+    headline: str  # the presenter's headline row (HTML)
+    timeline: str  # the token timeline (SVG)
+    bars: str  # the latency bars (SVG; the run's last message)
+    end: bool  # the run is over
+    sent_at: float  # wall-clock send time: an instrumented app only (benchmarks/ui_fidelity)
 
 
 @dataclass
@@ -113,7 +130,7 @@ class Feeds:
             ch.wake.set()
         return feed
 
-    def route(self, path: str = "/live/{token}") -> Route:
+    def route(self, path: str = f"/{ids.LIVE_ROUTE}{{token}}") -> Route:
         return Route(path, self._endpoint, methods=["GET"])
 
     async def _endpoint(self, request: Request) -> Response:
@@ -157,24 +174,23 @@ def _event(data: object) -> bytes:
     return f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
 
 
-def _views(feed: Feed, final: bool) -> dict[str, object]:
+def _views(feed: Feed, final: bool) -> LiveMessage:
     """Status lines, headline and timeline (and, at the end, the latency bars)."""
     now = time.perf_counter()
     status = {str(col): escape(note) for col, note in feed.notes.items()}
     status.update({str(col): "" if final else status_html(rec, now, feed.started)
                    for rec, col in zip(feed.recs, feed.where, strict=False)})
-    out: dict[str, object] = {
-        "s": status,
-        "h": headline_html(feed.recs, now, feed.show_reasoning),
-        "g": live_timeline(feed.recs, now)}
+    out = LiveMessage(status=status,
+                      headline=headline_html(feed.recs, now, feed.show_reasoning),
+                      timeline=live_timeline(feed.recs, now))
     if final:
-        out["b"] = latency_bars(feed.recs)
+        out["bars"] = latency_bars(feed.recs)
     return out
 
 
 async def stream(feed: Feed, *, frame_s: float = FRAME_S, poll_s: float = POLL_S,
                  instrument: bool = False) -> AsyncIterator[bytes]:
-    """Appended text of every column as [[element id, start, text], ...] ("t"), at once for a
+    """Appended text of every column as [[element id, start, text], ...] ("text"), at once for a
     column's first text and at most once per `frame_s`; the views on every heartbeat and
     state change; the final views and {"end": true} when the run is over."""
     sent: dict[str, int] = {}
@@ -184,98 +200,50 @@ async def stream(feed: Feed, *, frame_s: float = FRAME_S, poll_s: float = POLL_S
     while not feed.recs and not feed.done and time.monotonic() < deadline:
         await asyncio.sleep(poll_s)
     if not feed.recs:  # nothing was sent (bad input, server down): the Gradio event says why
-        yield _event({"end": True})
+        yield _event(LiveMessage(end=True))
         return
     while True:
         done = feed.done
         parts = []
         first = False
         for rec, col in zip(feed.recs, feed.where, strict=False):
-            for kind, text in (("answer", rec.content), ("reasoning", rec.reasoning)):
-                key = f"{kind}-{col}"
+            for prefix, text in ((ids.ANSWER, rec.content), (ids.REASONING, rec.reasoning)):
+                key = ids.col(prefix, col)
                 have = sent.get(key, 0)
                 if len(text) > have:
                     parts.append([key, have, text[have:]])
                     first = first or have == 0
         now = time.monotonic()
-        msg: dict[str, object] = {}
+        msg = LiveMessage()
         if parts and (done or first or now - last >= frame_s):
             for key, start, text in parts:
                 sent[key] = start + len(text)
             last = now
-            msg["t"] = parts
+            msg["text"] = parts
         now_state = [(r.status, bool(r.content or r.reasoning)) for r in feed.recs]
         if done or now_state != state or now - last_views >= HEARTBEAT_S:
             state, last_views = now_state, now
             msg.update(_views(feed, done))
         if msg:
             if instrument:  # sent at (wall clock): for benchmarks/ui_fidelity only
-                msg["w"] = round(time.time(), 4)
+                msg["sent_at"] = round(time.time(), 4)
             yield _event(msg)
         if done:
-            yield _event({"end": True})
+            yield _event(LiveMessage(end=True))
             return
         await asyncio.sleep(poll_s)
 
 
-# The page side: follow a run's feed when its token appears, write into the text boxes.
-HEAD_JS = """<script>
-(() => {
-  const views = {h: 'hl-live', g: 'tl-live', b: 'bars-live'};
-  const put = (id, html) => { const e = document.getElementById(id); if (e) e.innerHTML = html; };
-  const clear = () => {  // what a new run replaces, cleared at the click
-    document.querySelectorAll('[id^="answer-"] textarea, [id^="reasoning-"] textarea')
-      .forEach((t) => { t.value = ''; });
-    document.querySelectorAll('.live-status').forEach((e) => { e.innerHTML = ''; });
-    for (const id of Object.values(views)) put(id, '');
-    document.querySelectorAll('[id^="metrics-"], [id^="badge-"], [id^="phases-"]')
-      .forEach((e) => e.classList.add('stale'));
-  };
-  new MutationObserver((ms) => ms.forEach((m) => {  // Gradio drew the new value
-    const e = m.target.nodeType === 1 ? m.target : m.target.parentElement;
-    const c = e && e.closest('.stale');
-    if (c) c.classList.remove('stale');
-  })).observe(document.documentElement, {subtree: true, childList: true, characterData: true});
-  const abc = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-';
-  const rnd = new Uint8Array(18);
-  crypto.getRandomValues(rnd);
-  const page = Array.from(rnd, (x) => abc[x % 64]).join('');
-  let text = {};
-  const onmessage = (m) => {
-    const d = JSON.parse(m.data);
-    if (d.end) {  // a value Gradio redraws unchanged is not a mutation: unfade it anyway
-      setTimeout(() => document.querySelectorAll('.stale').forEach(
-        (e) => e.classList.remove('stale')), 1500);
-    }
-    if (d.w !== undefined) {  // an instrumented app (benchmarks/ui_fidelity) only
-      const log = window.qllFeedLog || (window.qllFeedLog = []);
-      if (log.length < 5000) log.push([performance.timeOrigin + performance.now(), d.w]);
-    }
-    for (const [id, start, piece] of (d.t || [])) {
-      const full = (text[id] || '').slice(0, start) + piece;
-      text[id] = full;
-      const box = document.querySelector('#' + id + ' textarea');
-      if (box && box.value !== full) {
-        const atEnd = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
-        box.value = full;
-        if (atEnd) box.scrollTop = box.scrollHeight;
-      }
-    }
-    for (const [col, html] of Object.entries(d.s || {})) put('live-status-' + col, html);
-    for (const [k, id] of Object.entries(views)) if (k in d) put(id, d[k]);
-  };
-  let wait = 500;
-  const connect = () => {  // one stream per page, opened now, not at the click
-    const base = window.location.pathname.replace(/[^/]*$/, '');
-    const es = new EventSource(base + 'live/' + page);
-    es.onopen = () => { wait = 500; };
-    es.onmessage = onmessage;
-    es.onerror = () => { es.close(); setTimeout(connect, wait); wait = Math.min(wait * 2, 30000); };
-  };
-  connect();
-  window.qllFollow = () => { clear(); text = {}; return page; };
-})();
-</script>"""
+# The page side (static/live.js, a real file: its message schema is documented there and in
+# LiveMessage): the element ids come from ui/ids.py, handed over as window.qllIds.
+SCRIPT = Path(__file__).parent / "static" / "live.js"
+
+
+def head_js() -> str:
+    """The page's <head> addition: the ids, then the live script."""
+    ids_json = json.dumps(ids.for_script())
+    return (f"<script>window.qllIds = {ids_json};</script>\n"
+            f"<script>\n{SCRIPT.read_text('utf-8')}</script>")
 
 # The `js` of every event that starts a run: a new token, followed at once, as the first input.
 FOLLOW_JS = "(token, ...rest) => [window.qllFollow ? window.qllFollow() : '', ...rest]"

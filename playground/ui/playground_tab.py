@@ -14,7 +14,7 @@ from playground.core.runner import run_to_end
 from playground.errors import PlaygroundError, ValidationFailed
 from playground.outputs.fmt import demo_notice, md_text
 from playground.server.http import aserver_info
-from playground.ui import ladder_panel, replay_panel
+from playground.ui import ids, ladder_panel, replay_panel
 from playground.ui.column_view import column, read_variant, wire_column
 from playground.ui.columns import MAX_COLUMNS
 from playground.ui.context import UIContext, owner_of
@@ -65,12 +65,12 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         stop_btn = gr.Button("Stop", variant="stop", scale=1)
         presenter = gr.Button("Presenter view", scale=1, elem_id="presenter-toggle")
     # Written by the live feed only (never a Gradio value, so Gradio never redraws them).
-    gr.HTML('<div id="hl-live"></div>', elem_id="headline")
+    gr.HTML(f'<div id="{ids.HEADLINE}"></div>', elem_id="headline")
     token = gr.Textbox("", visible=False)
     with gr.Row(equal_height=False):
         columns = [column(i, ctx) for i in range(MAX_COLUMNS)]
-    gr.HTML('<div class="plot-title">token timeline</div><div id="tl-live"></div>'
-            '<div class="plot-title">latency</div><div id="bars-live"></div>',
+    gr.HTML(f'<div class="plot-title">token timeline</div><div id="{ids.TIMELINE}"></div>'
+            f'<div class="plot-title">latency</div><div id="{ids.BARS}"></div>',
             elem_id="live-plots")
     with gr.Accordion("This session's history", open=False, elem_id="history-panel"):
         history_plot = gr.HTML("", elem_id="history-plot")

@@ -66,6 +66,13 @@ def test_installed_wheel_runs_from_package_data(installed: Path, vllm_server: st
     assert str(installed) in module and str(REPO_ROOT) not in module, where.stdout
     assert presets.endswith("playground/presets_data") and str(installed) in presets
 
+    # the page script ships as package data too: the UI's <head> is built from it
+    head = _run([str(bin_ / "python"), "-c", "from playground.ui.live_feed import SCRIPT, "
+                 "head_js; print(SCRIPT); print(len(head_js()))"], cwd=tmp_path,
+                env=_env(tmp_path))
+    script, size = head.stdout.split()
+    assert str(installed) in script and int(size) > 1000, head.stdout + head.stderr[-2000:]
+
     helped = _run([str(bin_ / "playground"), "--help"], cwd=tmp_path, env=_env(tmp_path))
     assert helped.returncode == 0 and "bench" in helped.stdout and "ui" in helped.stdout
 

@@ -63,21 +63,21 @@ def test_the_feed_streams_appended_text_views_and_an_end() -> None:
 
     evs = events(asyncio.run(main(instrument=False)))
     # benchmark instrumentation only in an instrumented app (Settings.ui_instrument)
-    assert not any("w" in ev for ev in evs)
+    assert not any("sent_at" in ev for ev in evs)
     for r in recs:
         r.content, r.status, r.raw = "", "pending", RawTimings(streaming=True)
     evs = events(asyncio.run(main(instrument=True)))
     assert evs[-1] == {"end": True}
     text: dict[str, str] = {}
     for ev in evs:
-        for key, start, piece in ev.get("t", []):
+        for key, start, piece in ev.get("text", []):
             assert start == len(text.get(key, ""))  # appended, never re-sent
             text[key] = text.get(key, "") + piece
     assert text == {"answer-0": recs[0].content, "answer-2": recs[1].content}
     final = evs[-2]
-    assert "first answer character" in final["h"] and "<svg" in final["g"]
-    assert "TTFT" in final["b"] and final["s"] == {"0": "", "2": ""}  # status cleared
-    assert all("w" in ev for ev in evs[:-1])  # each message says when it was sent (instrumented)
+    assert "first answer character" in final["headline"] and "<svg" in final["timeline"]
+    assert "TTFT" in final["bars"] and final["status"] == {"0": "", "2": ""}  # status cleared
+    assert all("sent_at" in ev for ev in evs[:-1])  # when each was sent (instrumented)
 
 
 def test_a_page_channel_follows_its_runs_and_a_bad_token_follows_nothing() -> None:
@@ -118,7 +118,7 @@ def test_not_sent_columns_get_their_reason_in_the_status_line() -> None:
         return [c async for c in stream(feed, poll_s=0.001)]
 
     evs = events(asyncio.run(main()))
-    assert evs[0]["s"]["0"] == "❌ not sent -- &lt;max_tokens&gt;"  # escaped
+    assert evs[0]["status"]["0"] == "❌ not sent -- &lt;max_tokens&gt;"  # escaped
 
 
 def test_warm_up_covers_every_preset_path_and_schema_once() -> None:

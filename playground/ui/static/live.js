@@ -1,0 +1,75 @@
+// The page side of the live channel (playground/ui/live_feed.py): follow a run's feed when the
+// page starts one, and write what arrives straight into the page -- never through Gradio.
+//
+// Element ids come from playground/ui/ids.py as window.qllIds. One message (a Server-Sent
+// Event's data, JSON) holds any of:
+//   text      [[element id, start, piece], ...]  text appended to an answer/reasoning box
+//   status    {column: html}                     each column's live status line
+//   headline  html                               the presenter's headline row
+//   timeline  html (svg)                         the token timeline
+//   bars      html (svg)                         the latency bars (the run's last message)
+//   end       true                               the run is over
+//   sent_at   seconds (wall clock)               only from an instrumented app (benchmarks)
+(() => {
+  const ids = window.qllIds;
+  const views = {headline: ids.headline, timeline: ids.timeline, bars: ids.bars};
+  const put = (id, html) => {
+    const e = document.getElementById(id);
+    if (e) e.innerHTML = html;
+  };
+  const boxes = `[id^="${ids.answer}"] textarea, [id^="${ids.reasoning}"] textarea`;
+  const finals = `[id^="${ids.metrics}"], [id^="${ids.badge}"], [id^="${ids.phases}"]`;
+  const clear = () => {  // what a new run replaces, cleared at the click
+    document.querySelectorAll(boxes).forEach((t) => { t.value = ''; });
+    document.querySelectorAll('.live-status').forEach((e) => { e.innerHTML = ''; });
+    for (const id of Object.values(views)) put(id, '');
+    document.querySelectorAll(finals).forEach((e) => e.classList.add('stale'));
+  };
+  new MutationObserver((ms) => ms.forEach((m) => {  // Gradio drew the new value
+    const e = m.target.nodeType === 1 ? m.target : m.target.parentElement;
+    const c = e && e.closest('.stale');
+    if (c) c.classList.remove('stale');
+  })).observe(document.documentElement, {subtree: true, childList: true, characterData: true});
+  const abc = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-';
+  const rnd = new Uint8Array(18);
+  crypto.getRandomValues(rnd);
+  const page = Array.from(rnd, (x) => abc[x % 64]).join('');
+  let text = {};
+  const onmessage = (m) => {
+    const d = JSON.parse(m.data);
+    if (d.end) {  // a value Gradio redraws unchanged is not a mutation: unfade it anyway
+      setTimeout(() => document.querySelectorAll('.stale').forEach(
+        (e) => e.classList.remove('stale')), 1500);
+    }
+    if (d.sent_at !== undefined) {  // an instrumented app (benchmarks/ui_fidelity) only
+      const log = window.qllFeedLog || (window.qllFeedLog = []);
+      if (log.length < 5000) log.push([performance.timeOrigin + performance.now(), d.sent_at]);
+    }
+    for (const [id, start, piece] of (d.text || [])) {
+      const full = (text[id] || '').slice(0, start) + piece;
+      text[id] = full;
+      const box = document.querySelector('#' + id + ' textarea');
+      if (box && box.value !== full) {
+        const atEnd = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
+        box.value = full;
+        if (atEnd) box.scrollTop = box.scrollHeight;
+      }
+    }
+    for (const [col, html] of Object.entries(d.status || {})) put(ids.status + col, html);
+    for (const [k, id] of Object.entries(views)) if (k in d) put(id, d[k]);
+  };
+  let wait = 500;
+  const connect = () => {  // one stream per page, opened now, not at the click
+    const base = window.location.pathname.replace(/[^/]*$/, '');
+    const es = new EventSource(base + ids.liveRoute + page);
+    es.onopen = () => { wait = 500; };
+    es.onmessage = onmessage;
+    es.onerror = () => {
+      es.close();
+      setTimeout(connect, wait);
+      wait = Math.min(wait * 2, 30000);
+    };
+  };
+  window.qllFollow = () => { clear(); text = {}; return page; };
+  connect();
+})();
