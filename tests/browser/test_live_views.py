@@ -71,7 +71,14 @@ def test_four_columns_stream_through_the_live_feed(page: Page, app_runs: Path) -
         box.fill("200")
         box.press("Tab")
     before = runs_now(app_runs)
-    page.evaluate("() => { window.qllFeedLog = []; }")
+    # the test's own probe (no instrumentation in the app): every frame, what column 1's box
+    # and its live status line show
+    page.evaluate("""() => { window.probe = []; const tick = () => {
+        const a = document.querySelector('#answer-0 textarea');
+        const s = document.querySelector('#live-status-0');
+        window.probe.push([a ? a.value.length : 0, s ? s.textContent : '']);
+        if (window.probe.length < 50000) requestAnimationFrame(tick); };
+      requestAnimationFrame(tick); }""")
     page.get_by_role("button", name="Run", exact=True).click()
     for i in range(4):
         expect(page.locator(f"#metrics-{i}")).to_contain_text("E2E", timeout=LONG)
@@ -81,12 +88,11 @@ def test_four_columns_stream_through_the_live_feed(page: Page, app_runs: Path) -
     assert all(r.raw.t_send is not None and r.raw.t_send < first_end for r in recs)  # at once
     for i, r in enumerate(recs):  # the page's text is the measured text
         expect(page.locator(f"#answer-{i} textarea")).to_have_value(r.content)
-    # live: the feed sent messages before the last token arrived, not one at the end
-    last = max(r.clock_origin[0] + (r.raw.t_last - r.clock_origin[1]) for r in recs
-               if r.clock_origin and r.raw.t_last)
-    log = page.evaluate("() => window.qllFeedLog")
-    during = [sent for _, sent in log if sent and sent < last]
-    assert len(during) >= 2, log
+    # live: the box showed text, and more of it, while its column was still running -- not
+    # all at the end
+    probe = page.evaluate("() => window.probe")
+    during = {n for n, status in probe if n > 0 and "running" in status}
+    assert len(during) >= 2, probe[-50:]
 
 
 def test_save_as_preset_then_pick_it(page: Page) -> None:

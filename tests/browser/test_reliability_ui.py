@@ -34,7 +34,10 @@ def connect(page: Page, url: str, key: str = "") -> None:
     if key:
         page.get_by_label("API key (optional; never shown again)", exact=True).fill(key)
     page.get_by_role("button", name="Connect", exact=True).click()
-    expect(page.locator("#server-status")).to_contain_text("vLLM 0.", timeout=LONG)
+    # this URL's answer, not the page-load check's (it names the default server): the app
+    # has the typed URL once the status names it
+    expect(page.locator("#server-status")).to_contain_text(f"at {url}", timeout=LONG)
+    expect(page.locator("#server-status")).to_contain_text("vLLM 0.")
 
 
 @pytest.mark.reliability(case="server killed mid-stream, in the UI", where="the variant's "
