@@ -54,6 +54,7 @@ def test_the_feed_streams_appended_text_views_and_an_end() -> None:
         feed.finish()
 
     async def main(instrument: bool) -> list[bytes]:
+        recs[:] = [live("a"), live("b")]  # fresh recordings for each run
         feed = Feed(recs=recs, where=[0, 2])
         task = asyncio.create_task(produce(feed))
         out = [chunk async for chunk in stream(feed, frame_s=0.0, poll_s=0.001,
@@ -64,8 +65,6 @@ def test_the_feed_streams_appended_text_views_and_an_end() -> None:
     evs = events(asyncio.run(main(instrument=False)))
     # benchmark instrumentation only in an instrumented app (Settings.ui_instrument)
     assert not any("sent_at" in ev for ev in evs)
-    for r in recs:
-        r.content, r.status, r.raw = "", "pending", RawTimings(streaming=True)
     evs = events(asyncio.run(main(instrument=True)))
     assert evs[-1] == {"end": True}
     text: dict[str, str] = {}
