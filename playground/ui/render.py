@@ -101,15 +101,20 @@ def error_md(rec: Recording) -> str:
     return f"❌ **{type(rec.error).__name__}**: {md_text(rec.error, 2000)}{kept}"
 
 
+# One request per column: a ratio with no interval, and the card says so (intervals come from
+# repeated runs: the Benchmark tab).
+ONE_RUN = " (one run each, no interval)"
+
+
 def _speedup(base: float | None, this: float | None) -> str:
     if base is None or this is None or this <= 0:
         return ""
     ratio = base / this
     if ratio >= 1.05:
-        return f"{ratio:.1f}× faster than column 1"
+        return f"{ratio:.1f}× faster than column 1{ONE_RUN}"
     if ratio <= 0.95:
-        return f"{1 / ratio:.1f}× slower than column 1"
-    return "same as column 1"
+        return f"{1 / ratio:.1f}× slower than column 1{ONE_RUN}"
+    return f"same as column 1{ONE_RUN}"
 
 
 HEADLINE_LABEL = {False: "first answer character", True: "first character (reasoning shown)"}

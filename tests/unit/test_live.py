@@ -256,3 +256,4 @@ def test_the_headline_counts_what_the_page_shows_and_never_compares_with_no_answ
     shown = headline_html([thinker, answerer], show_reasoning=True)
     assert shown.count("first character (reasoning shown)") == 2
     assert "no answer" not in shown and "1.5× slower than column 1" in shown
+    assert "one run each, no interval" in shown  # a single-run ratio says what it is
