@@ -16,6 +16,7 @@ CODE_CURL = "code-curl-"
 HEADLINE = "hl-live"  # the presenter's headline row
 TIMELINE = "tl-live"  # the token timeline
 BARS = "bars-live"  # the latency bars
+PRESENTER_TOGGLE = "presenter-toggle"  # the "Presenter view" button
 LIVE_ROUTE = "live/"  # the page's live stream: live/<page token>
 
 
@@ -28,4 +29,5 @@ def for_script() -> dict[str, str]:
     """What the page script (static/live.js) reads as `window.qllIds`."""
     return {"answer": ANSWER, "reasoning": REASONING, "status": LIVE_STATUS,
             "metrics": METRICS, "badge": BADGE, "phases": PHASES, "headline": HEADLINE,
-            "timeline": TIMELINE, "bars": BARS, "liveRoute": LIVE_ROUTE}
+            "timeline": TIMELINE, "bars": BARS, "presenterToggle": PRESENTER_TOGGLE,
+            "liveRoute": LIVE_ROUTE}

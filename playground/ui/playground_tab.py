@@ -21,11 +21,7 @@ from playground.ui.context import UIContext, owner_of
 from playground.ui.live_feed import FOLLOW_JS
 from playground.ui.stage import Session, Shown, Stage, record_history
 
-PRESENTER_JS = """() => {
-  const on = document.body.classList.toggle('presenter');
-  const b = document.querySelector('#presenter-toggle');
-  if (b) b.textContent = on ? 'Show controls' : 'Presenter view';
-}"""
+PRESENTER_JS = "() => window.qllPresenter && window.qllPresenter()"  # static/live.js
 
 
 def build(ctx: UIContext, demo: gr.Blocks) -> None:
@@ -63,7 +59,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
                                      "character)")
         run_btn = gr.Button("Run", variant="primary", scale=1)
         stop_btn = gr.Button("Stop", variant="stop", scale=1)
-        presenter = gr.Button("Presenter view", scale=1, elem_id="presenter-toggle")
+        presenter = gr.Button("Presenter view", scale=1, elem_id=ids.PRESENTER_TOGGLE)
     # Written by the live feed only (never a Gradio value, so Gradio never redraws them).
     gr.HTML(f'<div id="{ids.HEADLINE}"></div>', elem_id="headline")
     token = gr.Textbox("", visible=False)

@@ -1,7 +1,8 @@
 """The page script (playground/ui/static/live.js) in real Chromium against the real producer
 (ui/live_feed.stream, served by its own route) with a scripted recording: no vLLM, no Gradio,
 seconds. It proves that text is painted while the run is still going, that the views and the
-end arrive, and that a normal page carries no benchmark instrumentation."""
+end arrive, that a normal page carries no benchmark instrumentation, that a replay's speed sets
+its pace (on a scripted clock), and that Stop keeps what was shown."""
 
 from __future__ import annotations
 
@@ -21,10 +22,13 @@ from playground.core.client import Event
 from playground.core.metrics import RawTimings, Usage
 from playground.core.request import build
 from playground.core.runner import Recording
+from playground.lab.replay import from_history, play, recordings
 from playground.server.managed import free_port
 from playground.specs.presets import Variant
 from playground.ui import ids
-from playground.ui.live_feed import Feeds, head_js
+from playground.ui.live import LiveRun
+from playground.ui.live_feed import Feed, Feeds, head_js
+from tests.unit.test_replay import recorded
 
 pytestmark = pytest.mark.browser
 
@@ -90,3 +94,82 @@ def test_text_is_painted_while_the_run_goes_on_and_the_views_follow(
     expect(page.locator(f"#{ids.col(ids.LIVE_STATUS, 0)}")).to_have_text("")  # cleared
     # a normal page neither receives send stamps nor keeps a message log
     assert page.evaluate("window.qllFeedLog === undefined")
+
+
+class Dial:
+    """Scripted time for the replay producer (lab/replay.play's clock and sleep): it stands
+    still until the test turns it, so what a page shows at a given moment of the recording
+    does not depend on how fast this machine is."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        until = self.now + seconds
+        while self.now < until:
+            await asyncio.sleep(0.005)
+
+
+def replay_on(url: str, feeds: Feeds, page: Page, speed: float, dial: Dial,
+              loop: asyncio.AbstractEventLoop) -> tuple[Feed, LiveRun]:
+    """A replay of one recorded streaming column ("a" at 0.2 s, "b" at 0.6 s, "c" at 1.0 s
+    after its send), played at `speed` through the real producer (lab/replay.play) into the
+    feed `page` follows -- the way the Replay button plays it -- on its own event loop."""
+    page.goto(url)
+    token = page.evaluate("window.qllFollow()")
+    rec = from_history([recorded("fast", True, 100.0, [(100.2, "a"), (100.6, "b"),
+                                                       (101.0, "c")], 101.0)])
+    recs = recordings(rec)
+    feed = feeds.open(token)
+    feed.recs, feed.where = recs, [0]
+    future = asyncio.run_coroutine_threadsafe(
+        play(rec, recs, speed=speed, clock=dial.clock, sleep=dial.sleep), loop)
+    deadline = time.monotonic() + 30  # started (its "sent" fed): its clock reads the dial's 0
+    while recs[0].raw.t_send is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert recs[0].raw.t_send == dial.now
+    return feed, LiveRun(future)
+
+
+@pytest.fixture()
+def player() -> Iterator[asyncio.AbstractEventLoop]:
+    """An event loop of its own (a thread) for the replays: the measuring loop's stand-in."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    yield loop
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(timeout=10)
+
+
+def test_the_replay_speed_sets_the_pace_and_stop_keeps_what_was_shown(
+        served: tuple[str, Feeds], browser, player: asyncio.AbstractEventLoop) -> None:  # type: ignore[no-untyped-def]
+    """Two pages replay the same recording, at 1x and at 4x, on one scripted clock: at the
+    same moment the 4x page shows more of it. Then Stop (the run's LiveRun.stop, what the Stop
+    button calls) ends the 1x replay: the text shown so far stays, the rest never comes."""
+    url, feeds = served
+    dial = Dial()
+    ctx = browser.new_context()
+    try:
+        slow_page, fast_page = ctx.new_page(), ctx.new_page()
+        slow, slow_run = replay_on(url, feeds, slow_page, 1.0, dial, player)
+        fast, fast_run = replay_on(url, feeds, fast_page, 4.0, dial, player)
+        slow_box = slow_page.locator(f"#{ids.col(ids.ANSWER, 0)} textarea")
+        fast_box = fast_page.locator(f"#{ids.col(ids.ANSWER, 0)} textarea")
+        dial.now = 0.3  # 1x: "a" is due (0.2 s); 4x: all three (0.05, 0.15, 0.25 s)
+        expect(fast_box).to_have_value("abc", timeout=10_000)
+        expect(slow_box).to_have_value("a", timeout=10_000)
+        assert not slow_run.future.done() and fast_run.future.result(timeout=10)
+        fast.finish()
+        expect(slow_page.locator(f"#{ids.col(ids.LIVE_STATUS, 0)}")).to_contain_text("running")
+        slow_run.stop()  # Stop
+        slow.finish()
+        dial.now = 5.0  # past the recording's end: nothing more may come
+        expect(slow_page.locator(f"#{ids.BARS} svg")).to_be_visible(timeout=10_000)  # ended
+        assert slow.recs[0].status == "cancelled"
+        assert slow_box.input_value() == "a"  # what was shown is kept, the rest never came
+    finally:
+        ctx.close()

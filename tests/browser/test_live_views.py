@@ -68,7 +68,7 @@ def test_four_columns_stream_through_the_live_feed(page: Page, app_runs: Path) -
     for i in range(4):
         pick(page, f"preset {i + 1}", "fixed-64-stream")
     for box in page.get_by_label("max_tokens", exact=True).all():
-        box.fill("200")
+        box.fill("1000")  # seconds of streaming: longer than any stall of a loaded page
         box.press("Tab")
     before = runs_now(app_runs)
     # the test's own probe (no instrumentation in the app): every 10 ms, what column 1's box

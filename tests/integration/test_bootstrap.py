@@ -9,13 +9,13 @@ import hashlib
 import os
 import signal
 import subprocess
-import time
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from playground.settings import REPO_ROOT
+from tests.procs import cmdline, group, wait_for
 
 BOOTSTRAP = REPO_ROOT / "scripts" / "bootstrap.sh"
 
@@ -79,26 +79,39 @@ def test_a_venv_whose_pip_broke_is_rebuilt_and_said_so(tmp_path: Path, wheel: Pa
     assert imports(venv)
 
 
+def in_group(pgid: int, pattern: str) -> bool:
+    return any(pattern in cmdline(p) for p in group(pgid))
+
+
+MOMENTS = {  # a moment of the first install -> how the test sees that it has come
+    "while the venv is created": lambda venv, pgid: in_group(pgid, "-m venv"),
+    "while pip upgrades itself": lambda venv, pgid: in_group(pgid, "--upgrade pip"),
+    "while the package installs": lambda venv, pgid: in_group(pgid, "tinypkg-0.1"),
+}
+
+
 def test_an_install_interrupted_anywhere_finishes_on_the_next_run(tmp_path: Path,
                                                                   wheel: Path) -> None:
-    """Ctrl-C (SIGINT to the whole group, as a terminal sends it) at several moments of a first
-    install -- while the venv is created, while pip upgrades itself, while the package
-    installs -- and each time the next run ends with a working venv."""
+    """Ctrl-C (SIGINT to the whole group, as a terminal sends it) at each moment of a first
+    install -- seen happening, not guessed from a clock: while the venv is created, while pip
+    upgrades itself, while the package installs -- and each time the next run ends with a
+    working venv."""
     env = {**os.environ, "PLAYGROUND_BOOTSTRAP_SPEC": str(wheel)}
-    for i, after_s in enumerate((0.5, 2.0, 4.0, 7.0)):
+    for i, (moment, came) in enumerate(MOMENTS.items()):
         venv = tmp_path / f"venv{i}"
         proc = subprocess.Popen(["bash", str(BOOTSTRAP)], stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True,
                                 env={**env, "PLAYGROUND_VENV": str(venv)})
-        time.sleep(after_s)
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)
+        seen = wait_for(lambda: came(venv, proc.pid) or proc.poll() is not None,  # noqa: B023
+                        timeout=120, step=0.02)
+        assert seen and proc.poll() is None, f"{moment}: the install ended before it came"
+        os.killpg(proc.pid, signal.SIGINT)
         proc.communicate(timeout=120)
         finished = bool(list(venv.glob(".installed-*")))
         assert not finished or imports(venv)  # a stamp only after a complete install
         done = run(venv, wheel)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-        assert imports(venv), f"interrupted after {after_s} s: the venv does not work"
+        assert imports(venv), f"interrupted {moment}: the venv does not work"
 
 
 def test_a_failing_install_shows_what_went_wrong(tmp_path: Path) -> None:

@@ -71,5 +71,12 @@
     };
   };
   window.qllFollow = () => { clear(); text = {}; return page; };
+  // the "Presenter view" button: hides the controls (body.presenter, see blocks.CSS) and says
+  // how to get them back
+  window.qllPresenter = () => {
+    const on = document.body.classList.toggle('presenter');
+    const b = document.getElementById(ids.presenterToggle);
+    if (b) b.textContent = on ? 'Show controls' : 'Presenter view';
+  };
   connect();
 })();
