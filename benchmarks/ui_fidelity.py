@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from playground.core.compare import compare
 from playground.core.record import RequestRecord
+from playground.lab import calls
 from playground.lab.replay import from_history, save
 from playground.lab.stats import percentile
 from playground.lab.store import read_run
@@ -230,10 +231,28 @@ def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path) -> tuple[dict
     variant = PresetLibrary(settings.presets_dir).get(PRESET)
     url = f"http://127.0.0.1:{port}/"
     raw: list[dict] = []
-    out: dict[str, Any] = {"first_lag": [], "lag": [], "ui": [], "headless": []}
+    out: dict[str, Any] = {"first_lag": [], "lag": [], "ui": [], "headless": [],
+                           "plain": {"first_lag": [], "lag": []}}
     with process([sys.executable, str(REPO_ROOT / "app.py")], env, url, tmp / "app.log"):
         page = new_page(browser, url)
         four_columns(page, PRESET)
+        plain = browser.new_page(viewport={"width": 1600, "height": 1400})
+        plain.goto(f"{url}bench/plain/?preset={PRESET}")
+        plain.wait_for_selector("#plain-run")
+
+        def plain_round(prompt: str) -> tuple[dict, list[RequestRecord]]:
+            """The same comparison from the plain page (no Gradio) of the same app."""
+            plain.fill("#plain-prompt", prompt)
+            plain.evaluate("() => { window.plainEnd = null; document.querySelectorAll("
+                           "'textarea').forEach((t) => { t.value = ''; }); }")
+
+            def done() -> list[RequestRecord] | None:
+                end = plain.evaluate("() => window.plainEnd")
+                return None if not end else [RequestRecord.model_validate(r)
+                                             for r in end["records"]]
+
+            got = browser_round(plain, plain.locator("#plain-run").click, done)
+            return got, got["result"]
 
         def ui_round(prompt: str) -> tuple[dict, list[RequestRecord]]:
             before = set(runs_dir.glob("playground/*.jsonl"))
@@ -252,12 +271,30 @@ def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path) -> tuple[dict
             return got, got["result"]
 
         ui_round(f"[warm-up ui] {ADDRESS}")
+        plain_round(f"[warm-up plain] {ADDRESS}")
         headless(settings, [variant] * N_COLS, f"[warm-up hl] {ADDRESS}")
         for k in range(rounds):
+            got, recs = plain_round(f"[plain {k:03d}] {ADDRESS}")
+            for c, rec in enumerate(recs):
+                m = rec.metrics
+                lens, times = content_times(rec)
+                seen = first_seen(got["obs"], c)
+                fl = None
+                if seen is not None and got["click"] is not None and m.ttfa_ms is not None:
+                    fl = seen - got["click"] - m.ttfa_ms
+                    out["plain"]["first_lag"].append(fl)
+                lg = lags(got["obs"], c, lens, times)
+                out["plain"]["lag"] += lg
+                raw.append({"row": "plain", "round": k, "column": c, "click_ms": got["click"],
+                            "first_visible_ms": seen, "ttft_ms": m.ttft_ms,
+                            "ttfa_ms": m.ttfa_ms, "e2e_ms": m.e2e_ms, "first_lag_ms": fl,
+                            "chunk_lengths": lens, "chunk_wall_s": times,
+                            "browser": [o[1:] for o in got["obs"] if int(o[0]) == c]})
             got, recs = ui_round(f"[ui {k:03d}] {ADDRESS}")
             for c, rec in enumerate(recs):
                 m = rec.metrics
-                out["ui"].append({"ttft_ms": m.ttft_ms, "e2e_ms": m.e2e_ms})
+                out["ui"].append({"ttft_ms": m.ttft_ms, "ttfa_ms": m.ttfa_ms,
+                                  "e2e_ms": m.e2e_ms})
                 lens, times = content_times(rec)
                 seen = first_seen(got["obs"], c)
                 fl = None
@@ -275,10 +312,12 @@ def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path) -> tuple[dict
             for c, rec in enumerate(headless(settings, [variant] * N_COLS,
                                              f"[hl {k:03d}] {ADDRESS}")):
                 m = rec.metrics
-                out["headless"].append({"ttft_ms": m.ttft_ms, "e2e_ms": m.e2e_ms})
+                out["headless"].append({"ttft_ms": m.ttft_ms, "ttfa_ms": m.ttfa_ms,
+                                        "e2e_ms": m.e2e_ms})
                 raw.append({"row": "headless", "round": k, "column": c, "ttft_ms": m.ttft_ms,
                             "ttfa_ms": m.ttfa_ms, "e2e_ms": m.e2e_ms})
         page.close()
+        plain.close()
     return out, raw
 
 
@@ -385,11 +424,52 @@ def control_row(browser: Any, rounds: int, tmp: Path, busy: Any | None, name: st
 def summary_line(label: str, row: dict, floor: float | None) -> dict:
     s = {"row": label, "n_lags": len(row["lag"]), "lag_p50_ms": p(row["lag"], 50),
          "lag_p95_ms": p(row["lag"], 95), "lag_max_ms": max(row["lag"]) if row["lag"] else None,
-         "first_lag_p50_ms": p(row["first_lag"], 50), "first_lag_p95_ms":
-         p(row["first_lag"], 95), "n_first": len(row["first_lag"])}
+         "first_lag_p50_ms": p(row["first_lag"], 50), "first_lag_p90_ms":
+         p(row["first_lag"], 90), "first_lag_p95_ms": p(row["first_lag"], 95),
+         "n_first": len(row["first_lag"])}
     if floor and s["lag_p50_ms"] is not None:
         s["lag_vs_control"] = s["lag_p50_ms"] / floor
     return s
+
+
+def within_5(headless_ms: list[float], ui_ms: list[float]) -> dict:
+    """UI vs headless, ratio of medians with its 95% interval (lab/calls: the permutation
+    test inverted), and whether that interval says "within 5%", "outside 5%" or neither."""
+    e = calls.compare(ui_ms, headless_ms)  # ratio = ui / headless
+    ci = e.ratio_ci
+    if ci is None:
+        verdict = "not measurable"
+    elif ci[0] >= 0.95 and ci[1] <= 1.05:
+        verdict = "within 5%"
+    elif ci[1] < 0.95 or ci[0] > 1.05:
+        verdict = "outside 5%"
+    else:
+        verdict = f"not resolved at this n ({e.n_variant} vs {e.n_baseline})"
+    return {"headless": e.variant, "ui": e.baseline, "ratio": e.ratio, "ratio_ci": ci,
+            "verdict": verdict, "n_headless": e.n_variant, "n_ui": e.n_baseline}
+
+
+def judge(plain: dict, live: dict, ttfa: dict) -> list[dict]:
+    """Issue targets: click -> first answer text minus TTFA, p50 <= max(60 ms, 1.5x the plain
+    page's) and p90 <= 100 ms; UI TTFA within 5% of headless; render lag p50 <= 30 ms."""
+    def met(v: float | None, limit: float | None) -> bool | None:
+        return None if v is None or limit is None else v <= limit
+
+    p50, plain50 = live["first_lag_p50_ms"], plain["first_lag_p50_ms"]
+    limit = None if plain50 is None else max(60.0, 1.5 * plain50)
+    return [
+        {"target": "click -> text - TTFA, p50 <= max(60 ms, 1.5x plain page)",
+         "measured": f"{fmt(p50)} (plain page {fmt(plain50)}, limit {fmt(limit)})",
+         "met": met(p50, limit)},
+        {"target": "click -> text - TTFA, p90 <= 100 ms",
+         "measured": fmt(live["first_lag_p90_ms"]), "met": met(live["first_lag_p90_ms"], 100)},
+        {"target": "UI TTFA within 5% of headless", "measured":
+         f"{fmt(ttfa['ratio'], '')} ({ttfa['verdict']})",
+         "met": True if ttfa["verdict"] == "within 5%" else
+         False if ttfa["verdict"] == "outside 5%" else None},
+        {"target": "render lag p50 <= 30 ms", "measured": fmt(live["lag_p50_ms"]),
+         "met": met(live["lag_p50_ms"], 30)},
+    ]
 
 
 def fmt(v: float | None, unit: str = " ms") -> str:
@@ -417,7 +497,8 @@ def main() -> int:
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        empty: tuple[dict, list] = ({"first_lag": [], "lag": [], "ui": [], "headless": []}, [])
+        empty: tuple[dict, list] = ({"first_lag": [], "lag": [], "ui": [], "headless": [],
+                                     "plain": {"first_lag": [], "lag": []}}, [])
         want = set(a.rows.split(","))
         control_idle, raw_ci = (control_row(browser, a.rounds, tmp, None, "control-idle")
                                 if "control-idle" in want else empty)
@@ -432,17 +513,16 @@ def main() -> int:
     floor = p(control_busy["lag"], 50)
     rows = [summary_line("control, idle machine", control_idle, floor),
             summary_line("control, vLLM busy (floor)", control_busy, floor),
+            summary_line("plain page, same app", live["plain"], floor),
             summary_line("playground, live vLLM", live, floor),
             summary_line("playground, replay mode", replay, floor)]
 
-    def med(side: str, key: str) -> float | None:
-        vals = [r[key] for r in live[side] if r[key] is not None]
-        return p(vals, 50)
+    def side(name: str, key: str) -> list[float]:
+        return [r[key] for r in live[name] if r[key] is not None]
 
-    ratios = {key: {"headless": med("headless", key), "ui": med("ui", key)}
-              for key in ("ttft_ms", "e2e_ms")}
-    for r in ratios.values():
-        r["ratio"] = r["ui"] / r["headless"] if r["ui"] and r["headless"] else None
+    ratios = {key: within_5(side("headless", key), side("ui", key))
+              for key in ("ttft_ms", "ttfa_ms", "e2e_ms")}
+    targets = judge(rows[2], rows[3], ratios["ttfa_ms"])
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}"
     print(f"\nUI fidelity: {a.rounds} rounds x {N_COLS} streaming columns of {PRESET}; "
           f"server {a.base_url}; machine {machine}")
@@ -453,16 +533,23 @@ def main() -> int:
               f"{fmt(s['lag_p50_ms']):>10} /{fmt(s['lag_p95_ms']):>7} /"
               f"{fmt(s['lag_max_ms']):>8} ({s['n_lags']})"
               f"{fmt(s.get('lag_vs_control'), ''):>9}")
-    print(f"\n{'median':14}{'headless':>12}{'UI (4 cols)':>14}{'UI/headless':>13}")
-    for key, label in (("ttft_ms", "TTFT"), ("e2e_ms", "E2E")):
+    print(f"\n{'median':14}{'headless':>12}{'UI (4 cols)':>14}{'UI/headless':>13}"
+          f"{'95% interval':>18}  verdict")
+    for key, label in (("ttft_ms", "TTFT"), ("ttfa_ms", "TTFA"), ("e2e_ms", "E2E")):
         r = ratios[key]
+        ci = r["ratio_ci"]
         print(f"{label:14}{fmt(r['headless']):>12}{fmt(r['ui']):>14}"
-              f"{fmt(r['ratio'], ''):>13}")
+              f"{fmt(r['ratio'], ''):>13}{'-' if ci is None else f'{ci[0]:.2f}-{ci[1]:.2f}':>18}"
+              f"  {r['verdict']}")
+    print("\ntargets (docs/fidelity.md):")
+    for t in targets:
+        print(f"  {'MET ' if t['met'] else 'MISSED' if t['met'] is False else 'n/a '} "
+              f"{t['target']}: {t['measured']}")
     if a.out is not None:
         a.out.mkdir(parents=True, exist_ok=True)
         (a.out / "summary.json").write_text(json.dumps({
             "machine": machine, "base_url": a.base_url, "rounds": a.rounds, "columns": N_COLS,
-            "preset": PRESET, "rows": rows, "ui_vs_headless": ratios,
+            "preset": PRESET, "rows": rows, "ui_vs_headless": ratios, "targets": targets,
             "created": time.strftime("%Y-%m-%d %H:%M:%S %Z")}, indent=1) + "\n")
         with (a.out / "raw.jsonl").open("w") as f:
             for line in [*raw_ci, *raw_cb, *raw_live, *raw_replay]:

@@ -94,7 +94,7 @@ def launch(settings: Settings, *, host: str = "127.0.0.1", port: int = 7860,
         demo.launch(server_name=host, server_port=port, share=share, css=CSS,
                     auth=SlowLogin(auth).check if auth else None, footer_links=["api", "gradio"],
                     max_file_size=MAX_BYTES,
-                    head=head_js(), app_kwargs={"routes": [ctx.feeds.route()]})
+                    head=head_js(), app_kwargs={"routes": ctx.routes()})
     finally:
         ctx.shutdown()  # runs in flight: stopped, stored; then the servers we started
         if server is not None:

@@ -21,6 +21,18 @@ CSS = """
 .stale { opacity: 0.25; }
 .plot-title { font-weight: 600; color: #555; margin-top: 6px; }
 .ladder-table td, .ladder-table th { padding: 2px 10px; }
+/* what the live channel rewrites is laid out and painted on its own: a status line, the
+   headline or the timeline changing does not make the browser lay out the whole page */
+#hl-live, #tl-live, #bars-live, .live-status { contain: layout paint style; }
+#hl-live { min-height: 84px; } #tl-live { min-height: 60px; }
+[id^="answer-"] textarea, [id^="reasoning-"] textarea { contain: strict; }
+.stage-buttons { display: flex; gap: 8px; height: 100%; }
+.stage-btn { flex: 1; border-radius: 8px; padding: 8px 14px; font-weight: 600; cursor: pointer;
+             border: 1px solid transparent; min-height: 42px; }
+.stage-run { background: #f97316; color: white; } .stage-run:hover { background: #ea580c; }
+.stage-stop { background: #fee2e2; color: #b91c1c; border-color: #fca5a5; }
+.stage-note { color: #b00020; font-size: 0.9em; }
+.stage-hidden { display: none !important; }
 body.presenter .pv-hide { display: none !important; }
 body.presenter #page-title { display: none !important; }
 body.presenter .hl-big { font-size: 3.4em !important; }

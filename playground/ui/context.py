@@ -25,6 +25,7 @@ from playground.settings import Settings, check_base_url
 from playground.specs.experiments import load_dataset
 from playground.specs.presets import PresetLibrary
 from playground.ui.live_feed import Feeds
+from playground.ui.run_route import Plans, Starter
 
 
 def load_examples(presets_dir: Path, limit: int = 12) -> list[str]:
@@ -100,6 +101,8 @@ class UIContext:
     servers: dict[int, ManagedServer] = field(default_factory=dict)  # Server tab, by port
     warm: WarmState = field(default_factory=WarmState)  # the warm-up of a server we started
     feeds: Feeds = field(default_factory=Feeds)  # live text of the runs in flight
+    plans: Plans = field(default_factory=Plans)  # what each page's Run would run now
+    start_run: Starter | None = None  # the Playground tab's Run (for the run route)
     port: Remembering = field(default_factory=Remembering)  # server facts, briefly cached
     logs: set[RunLog] = field(default_factory=set)  # the runs in flight, for a clean shutdown
     _pools: dict[str, ClientPool] = field(default_factory=dict)
@@ -113,6 +116,23 @@ class UIContext:
         return cls(settings, library, banner=banner, server_note=server_note,
                    replay_only=replay_only, examples=examples,
                    feeds=Feeds(instrument=settings.ui_instrument))
+
+    def routes(self) -> list[Any]:
+        """The app's own routes: each page's live channel, the stage's Run and Stop (and, in
+        an instrumented app only, the plain-page control of benchmarks/ui_fidelity)."""
+        from playground.ui import run_route
+
+        async def start(plan: run_route.Plan, token: str, who: str) -> str | None:
+            if self.start_run is None:
+                return "this page has no Playground tab"
+            return await self.start_run(plan, token, who)
+
+        out = [self.feeds.route(), *run_route.routes(self.plans, start, self.visitor)]
+        if self.settings.ui_instrument:  # benchmarks/ui_fidelity's plain-page control
+            from playground.ui import plain_page
+
+            out += plain_page.routes(self)
+        return out
 
     def visitor(self, request: Any) -> str:
         """`visitor_of` with the operator's trusted proxies."""

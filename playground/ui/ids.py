@@ -18,6 +18,11 @@ TIMELINE = "tl-live"  # the token timeline
 BARS = "bars-live"  # the latency bars
 PRESENTER_TOGGLE = "presenter-toggle"  # the "Presenter view" button
 LIVE_ROUTE = "live/"  # the page's live stream: live/<page token>
+STAGE_RUN = "stage-run"  # the Run button (the page script sends it to STAGE_ROUTE)
+STAGE_STOP = "stage-stop"  # the Stop button
+STAGE_NOTE = "stage-note"  # why a click did not start a run
+HANDOVER = "stage-handover"  # the hidden button the page presses when a Run has ended
+STAGE_ROUTE = "stage/"  # stage/run/<page token>, stage/stop/<page token> (POST)
 
 
 def col(prefix: str, i: int) -> str:
@@ -30,4 +35,5 @@ def for_script() -> dict[str, str]:
     return {"answer": ANSWER, "reasoning": REASONING, "status": LIVE_STATUS,
             "metrics": METRICS, "badge": BADGE, "phases": PHASES, "headline": HEADLINE,
             "timeline": TIMELINE, "bars": BARS, "presenterToggle": PRESENTER_TOGGLE,
-            "liveRoute": LIVE_ROUTE}
+            "liveRoute": LIVE_ROUTE, "run": STAGE_RUN, "stop": STAGE_STOP,
+            "note": STAGE_NOTE, "handover": HANDOVER, "stageRoute": STAGE_ROUTE}

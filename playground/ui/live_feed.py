@@ -35,6 +35,7 @@ from starlette.routing import Route
 from playground.core.runner import Recording
 from playground.outputs.live_svg import latency_bars, live_timeline
 from playground.ui import ids
+from playground.ui.login import logged_in
 from playground.ui.render import headline_html, status_html
 
 FRAME_S = 0.03
@@ -57,6 +58,7 @@ class LiveMessage(TypedDict, total=False):
     timeline: str  # the token timeline (SVG)
     bars: str  # the latency bars (SVG; the run's last message)
     end: bool  # the run is over
+    handover: bool  # with `end`, for a run started by the stage's Run: fetch its results
     sent_at: float  # wall-clock send time: an instrumented app only (benchmarks/ui_fidelity)
 
 
@@ -73,6 +75,7 @@ class Feed:
     on_close: Callable[[], None] | None = None  # the page went away mid-run: stop the run
     channel: Channel | None = None  # the page's connection (None: a malformed token)
     show_reasoning: bool = False  # the page shows reasoning: the headline counts it
+    handover: bool = False  # a stage Run: its end asks the page to fetch the results
 
     def finish(self) -> None:
         self.done = True
@@ -135,6 +138,8 @@ class Feeds:
 
     async def _endpoint(self, request: Request) -> Response:
         token = request.path_params.get("token", "")
+        if not logged_in(request):
+            return PlainTextResponse("not logged in", status_code=401)
         if not TOKEN_RE.fullmatch(token):
             return PlainTextResponse("bad live token", status_code=400)
         return StreamingResponse(follow_channel(self._channel(token), self.instrument),
@@ -174,6 +179,19 @@ def _event(data: object) -> bytes:
     return f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
 
 
+def _stamped(msg: LiveMessage, instrument: bool) -> LiveMessage:
+    if instrument:  # sent at (wall clock): for benchmarks/ui_fidelity only
+        msg["sent_at"] = round(time.time(), 4)
+    return msg
+
+
+def _end(feed: Feed) -> LiveMessage:
+    msg = LiveMessage(end=True)
+    if feed.handover:
+        msg["handover"] = True
+    return msg
+
+
 def _views(feed: Feed, final: bool) -> LiveMessage:
     """Status lines, headline and timeline (and, at the end, the latency bars)."""
     now = time.perf_counter()
@@ -199,8 +217,8 @@ async def stream(feed: Feed, *, frame_s: float = FRAME_S, poll_s: float = POLL_S
     deadline = time.monotonic() + WAIT_S
     while not feed.recs and not feed.done and time.monotonic() < deadline:
         await asyncio.sleep(poll_s)
-    if not feed.recs:  # nothing was sent (bad input, server down): the Gradio event says why
-        yield _event(LiveMessage(end=True))
+    if not feed.recs:  # nothing was sent (bad input, server down): the hand-over says why
+        yield _event(_end(feed))
         return
     while True:
         done = feed.done
@@ -220,16 +238,17 @@ async def stream(feed: Feed, *, frame_s: float = FRAME_S, poll_s: float = POLL_S
                 sent[key] = start + len(text)
             last = now
             msg["text"] = parts
+            if first and not done:  # a column's first text goes alone: the page paints it
+                yield _event(_stamped(msg, instrument))  # before laying out any view
+                msg = LiveMessage()
         now_state = [(r.status, bool(r.content or r.reasoning)) for r in feed.recs]
         if done or now_state != state or now - last_views >= HEARTBEAT_S:
             state, last_views = now_state, now
             msg.update(_views(feed, done))
         if msg:
-            if instrument:  # sent at (wall clock): for benchmarks/ui_fidelity only
-                msg["sent_at"] = round(time.time(), 4)
-            yield _event(msg)
+            yield _event(_stamped(msg, instrument))
         if done:
-            yield _event(LiveMessage(end=True))
+            yield _event(_end(feed))
             return
         await asyncio.sleep(poll_s)
 

@@ -6,6 +6,9 @@ time), and each turn first waits longer the more wrong logins there were in the 
 nothing for the first few, then 0.25 s, doubling up to 8 s. So guessing, in parallel or not,
 gets about one try per 8 s, while a person who mistypes once logs in at once. Nothing about the
 attempts (user names, passwords) is logged.
+
+The app's own routes (the live channel, the stage's Run and Stop) use `logged_in`: the same
+rule as Gradio's own routes.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ import hmac
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
 
 FREE = 3  # wrong logins per minute that cost nothing
 FIRST_S, MAX_S, WINDOW_S = 0.25, 8.0, 60.0
@@ -49,3 +55,15 @@ class SlowLogin:
             if not ok:
                 self._wrong.append(self._clock())
             return ok
+
+
+def logged_in(request: Request) -> bool:
+    """Is this request behind the app's login? (Gradio's own rule: with `auth`, the access
+    cookie Gradio set at login must name a logged-in user; without `auth`, everyone is.)"""
+    app: Any = request.app
+    if getattr(app, "auth", None) is None and getattr(app, "auth_dependency", None) is None:
+        return True
+    cookie_id = getattr(app, "cookie_id", "")
+    token = (request.cookies.get(f"access-token-{cookie_id}")
+             or request.cookies.get(f"access-token-unsecure-{cookie_id}"))
+    return token is not None and token in getattr(app, "tokens", {})

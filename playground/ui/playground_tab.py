@@ -1,4 +1,8 @@
-"""The Playground tab: connection, 2-4 variant columns, one prompt, live output and plots."""
+"""The Playground tab: connection, 2-4 variant columns, one prompt, live output and plots.
+
+Run and Stop are the stage's own buttons (ui/run_route): the controls hand their values to the
+app as they change (`sync`), a click starts the run through the app's own route, and the
+finished results come back through one Gradio event (`handover`) when the run ends."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from playground.ui import ids, ladder_panel, replay_panel
 from playground.ui.column_view import column, read_variant, wire_column
 from playground.ui.columns import MAX_COLUMNS
 from playground.ui.context import UIContext, owner_of
-from playground.ui.live_feed import FOLLOW_JS
+from playground.ui.run_route import SYNC_JS, Plan
 from playground.ui.stage import Session, Shown, Stage, record_history
 
 PRESENTER_JS = "() => window.qllPresenter && window.qllPresenter()"  # static/live.js
@@ -57,8 +61,13 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
                                      info="opens every reasoning panel; the headline then "
                                      "counts reasoning as visible (off: the first answer "
                                      "character)")
-        run_btn = gr.Button("Run", variant="primary", scale=1)
-        stop_btn = gr.Button("Stop", variant="stop", scale=1)
+        # the stage's buttons: plain buttons the page script sends straight to the app
+        gr.HTML(f'<div class="stage-buttons"><button id="{ids.STAGE_RUN}" type="button" '
+                f'class="stage-btn stage-run">Run</button><button id="{ids.STAGE_STOP}" '
+                f'type="button" class="stage-btn stage-stop">Stop</button></div>'
+                f'<div id="{ids.STAGE_NOTE}" class="stage-note"></div>', scale=1,
+                padding=False)
+        handover = gr.Button("hand over", elem_id=ids.HANDOVER, elem_classes=["stage-hidden"])
         presenter = gr.Button("Presenter view", scale=1, elem_id=ids.PRESENTER_TOGGLE)
     # Written by the live feed only (never a Gradio value, so Gradio never redraws them).
     gr.HTML(f'<div id="{ids.HEADLINE}"></div>', elem_id="headline")
@@ -122,31 +131,59 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
     show_reasoning.change(lambda on: [gr.update(open=bool(on)) for _ in columns],
                           show_reasoning, [c.reasoning_panel for c in columns],
                           api_name=False, show_progress="hidden")
-    run_inputs = [token, session, base_url, api_key, model, prompt, n_columns, mode,
-                  show_reasoning]
+    run_inputs = [base_url, api_key, model, prompt, n_columns, mode, show_reasoning]
     for c in columns:
         run_inputs += [c.preset, *c.controls()]
     per_column = 1 + len(columns[0].controls())
 
-    async def do_run(request: gr.Request, tok: str, sess: Session, url: str, key: str,
-                     model_name: str | None, text: str | None, n_cols: float, run_mode: str,
-                     reasoning_shown: Any, *cols: Any) -> list[str]:
-        if sess.active is not None:  # (its page keeps following the run in flight)
-            gr.Warning("a run is already in progress in this tab: Stop it first")
-            return [gr.skip()] * len(stage.live_outputs())
+    async def sync(request: gr.Request, handle: str, sess: Session, *values: Any) -> None:
+        """The page's plan: what a click on Run would run now (ui/run_route)."""
+        await ctx.plans.put(handle, list(values), sess, owner_of(request))
+
+    gr.on([x.change for x in run_inputs], sync, [token, session, *run_inputs], None,
+          api_name=False, js=SYNC_JS, queue=False, show_progress="hidden",
+          trigger_mode="multiple", preprocess=False)
+    demo.load(sync, [token, session, *run_inputs], None, api_name=False, js=SYNC_JS,
+              queue=False, show_progress="hidden", preprocess=False)
+
+    async def start_run(plan: Plan, tok: str, who: str) -> str | None:
+        """Start the page's plan (the run route's click); None, or why it did not start."""
+        sess = plan.session
+        if sess.active is not None or (sess.task is not None and not sess.task.done()):
+            return "a run is already in progress in this tab: Stop it first"
+        sess.handover, sess.warning = None, ""
         frame = stage.frame(tok)
+        if frame.feed is not None:
+            frame.feed.handover = True  # its end says: press the hand-over button
+        sess.task = asyncio.create_task(run_plan(plan, frame, who))
+        return None
+
+    async def run_plan(plan: Plan, frame: Any, who: str) -> None:
+        sess = plan.session
+        try:
+            sess.handover = await play_plan(plan, frame, who)
+        except Exception as e:  # said on the page, never lost silently
+            sess.warning = f"the run failed: {e}"
+            sess.handover = frame.ended()
+        finally:
+            if frame.feed is not None:
+                frame.feed.finish()
+
+    async def play_plan(plan: Plan, frame: Any, who: str) -> list[str]:
+        sess = plan.session
+        url, key, model_name, text, n_cols, run_mode, reasoning_shown, *cols = plan.values
         if frame.feed is not None:  # the headline counts what the page shows
             frame.feed.show_reasoning = reasoning_shown is True or reasoning_shown == "true"
         n = int(n_cols)
         text = text or ""
         shown = Shown("run", url=str(url), cold=ctx.warm.warming)
         sess.shown = shown
-        try:  # the page cleared the columns at the click (FOLLOW_JS); nothing to send yet
+        try:  # the page cleared the columns at the click; nothing to send yet
             url, key = ctx.connection(url, key)
             shown.url = url
             check_prompt(text)
         except ValidationFailed as e:  # said where the user looks: the toast and each column
-            gr.Warning(escape(str(e)))
+            sess.warning = str(e)
             shown.errors = {i: f"❌ **not sent** -- {md_text(e)}" for i in range(n)}
             return frame.ended()
         variants: list[Any] = []
@@ -160,7 +197,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         try:
             prepared = await prepare(url, key, model_name or None, chosen, text, port=ctx.port)
         except PlaygroundError as e:  # the prompt, the model, the server: nothing is sent
-            gr.Warning(escape(str(e)))
+            sess.warning = str(e)
             why = (f"❌ **not sent** -- {md_text(e)}" if isinstance(e, ValidationFailed)
                    else f"❌ {md_text(e)}")
             shown.errors = {i: why for i in range(n)}
@@ -179,22 +216,33 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         shown.floor_ms = await asyncio.to_thread(ctx.floor_ms, url, key)
         work = run_to_end(ctx.pool(key), shown.recs, mode=mode_,
                           timeout_s=ctx.settings.timeout_s)
-        log = ctx.run_log(shown.recs, owner_of(request))
+        log = ctx.run_log(shown.recs, plan.owner)
         try:
-            values = await stage.play(sess, shown, work, ctx.measure, frame, log,
-                                      who=ctx.visitor(request))
+            values = await stage.play(sess, shown, work, ctx.measure, frame, log, who=who)
         finally:  # also on Stop: finished and partial (marked cancelled) results are kept
             ctx.close_log(log)
         record_history(sess, shown.recs)
         return values
 
-    run_event = run_btn.click(do_run, run_inputs, stage.live_outputs(), api_name=False,
-                              preprocess=False, postprocess=False, show_progress="hidden",
-                              js=FOLLOW_JS, queue=False)
-    run_event.then(stage.final_values, session, stage.final_outputs(), api_name=False,
-                   show_progress="hidden"
-                   ).then(refresh_replays, None, replays, api_name=False, show_progress="hidden")
-    stop_btn.click(lambda sess: sess.stop(), session, None, api_name=False, queue=False)
+    ctx.start_run = start_run
+
+    async def do_handover(sess: Session) -> list[Any]:
+        """The finished run's columns, once (the page pressed the hidden button at its end)."""
+        task = sess.task
+        if task is not None and not task.done():
+            await asyncio.wait({task}, timeout=60)
+        if sess.warning:
+            gr.Warning(escape(sess.warning))
+            sess.warning = ""
+        values, sess.handover = sess.handover, None
+        return values if values is not None else [gr.skip()] * len(stage.live_outputs())
+
+    handover.click(do_handover, session, stage.live_outputs(), api_name=False,
+                   preprocess=False, postprocess=False, show_progress="hidden", queue=False
+                   ).then(stage.final_values, session, stage.final_outputs(), api_name=False,
+                          show_progress="hidden"
+                          ).then(refresh_replays, None, replays, api_name=False,
+                                 show_progress="hidden")
     presenter.click(None, None, None, js=PRESENTER_JS, api_name=False)
 
     def warm_tick() -> list[Any]:

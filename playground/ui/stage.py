@@ -1,16 +1,18 @@
 """The stage: what the audience sees of a run in the Playground's columns, shared by Run, Replay
 and the ladder.
 
-A run is two Gradio events. The live event sets the columns when the run starts and when it
-ends, with pre- and postprocessing off; in between, the answers, reasoning, status lines, the
-presenter's headline and the live timeline stream through the run's live feed (ui/live_feed),
-which the page follows from the click. The final event, chained after it, draws what is drawn
-once (badges, phase bars, errors, code, history). Stop cancels the run on the measuring loop,
-so the live event ends normally and the columns show "stopped (partial output kept)".
+A Run starts from the page through the app's own route (ui/run_route); a replay or a ladder
+through its Gradio event. Either way the answers, reasoning, status lines, the presenter's
+headline and the live timeline stream through the run's live feed (ui/live_feed), which the page
+follows from the click; at the end the columns' final values are set once (a Run's by its
+hand-over event), and a final event draws what is drawn once (badges, phase bars, errors, code,
+history). Stop cancels the run on the measuring loop, so the run ends normally and the columns
+show "stopped (partial output kept)".
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 from collections.abc import Coroutine, Sequence
@@ -58,6 +60,9 @@ class Session:
     shown: Shown | None = None
     pending: Any = None  # what a first event prepared for the live event chained after it
     saved: set[str] = field(default_factory=set)  # presets this session saved (it may replace)
+    task: asyncio.Task[None] | None = None  # a Run started through the run route
+    handover: list[str] | None = None  # that run's final column values, for its hand-over
+    warning: str = ""  # why that run sent nothing (shown as a toast at the hand-over)
 
     def stop(self) -> None:
         if self.active is not None:

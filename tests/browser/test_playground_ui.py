@@ -13,6 +13,7 @@ from playwright.sync_api import Page, expect
 
 from playground.server.prom import running_requests as running
 from tests.apphelp import PENDING  # a preset's values on their way into the controls
+from tests.procs import wait_for
 from tests.serverstate import idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -98,6 +99,41 @@ def test_stable_hooks_for_external_probes(page: Page) -> None:
     line = page.locator("#metrics-0").inner_text()
     assert re.search(r"TTFT [\d,.]+ ms", line) and re.search(r"TTFA [\d,.]+ ms", line), line
     assert "TTFT n/a (non-streaming)" in page.locator("#metrics-1").inner_text()
+
+
+def test_run_goes_from_the_click_straight_to_the_app(page: Page, app_runs: Path) -> None:
+    """A value typed just before the click is the one sent (the controls hand their values to
+    the app as they change). And no Gradio event carries a run: clicked again with nothing
+    changed, the page sends the stage's own route a bare number, and no request after the
+    click carries the prompt -- yet the run sent it (the run file's requests)."""
+    from playground.lab.store import RunStore, read_run
+
+    prompt = "straight to the app 7f3c"
+    settle(page.get_by_label("prompt", exact=True), prompt)
+    for i, preset in enumerate(("fixed-64-stream", "fixed-64-nonstream")):
+        pick(page, f"preset {i + 1}", preset)
+    page.get_by_label("max_tokens", exact=True).first.fill("24")  # no Tab: the click leaves it
+    page.get_by_role("button", name="Run", exact=True).click()
+    for i in range(2):
+        expect(page.locator(f"#metrics-{i}")).to_contain_text("E2E", timeout=LONG)
+    expect(page.locator("#metrics-0")).to_contain_text("tokens 24")
+    sent: list[tuple[str, str, str]] = []
+    page.on("request", lambda r: sent.append((r.method, r.url, r.post_data or "")))
+    before = set(RunStore(app_runs).list_runs("playground"))
+    page.get_by_role("button", name="Run", exact=True).click()  # again, nothing changed
+
+    def run_file() -> list | None:
+        new = set(RunStore(app_runs).list_runs("playground")) - before
+        recs = read_run(new.pop()).requests if new else []
+        return recs if len(recs) == 2 else None
+
+    assert wait_for(lambda: run_file() is not None, timeout=LONG / 1000)
+    recs = run_file()
+    assert recs and all(prompt in json.dumps(r.request, ensure_ascii=False) for r in recs)
+    expect(page.locator(".stale")).to_have_count(0, timeout=LONG)  # the hand-over drew
+    runs = [(m, url, body) for m, url, body in sent if "/stage/run/" in url]
+    assert len(runs) == 1 and runs[0][0] == "POST" and json.loads(runs[0][2]).keys() == {"seq"}
+    assert not [url for _, url, body in sent if prompt in body]  # no event carried the run
 
 
 def test_a_langchain_column_runs_next_to_the_sdk_and_shows_its_own_code(page: Page) -> None:

@@ -29,10 +29,13 @@ def test_share_without_internet_says_so_and_keeps_running_locally(tmp_path: Path
                         or "no authentication" in ln))
 
 
+PAGE = "p" * 24  # a well-formed page token
+
+
 @pytest.mark.reliability(case="a shared instance with --auth / PLAYGROUND_AUTH",
-                         where="HTTP 401 without login on /config and every API route "
-                         "(plain HTTP and gradio_client); the password in no log or served "
-                         "HTML",
+                         where="HTTP 401 without login on /config, every API route "
+                         "and the app's own routes (plain HTTP and gradio_client); the "
+                         "password in no log or served HTML",
                          order=53)
 def test_auth_protects_the_ui_and_the_api_and_the_password_is_never_printed(
         tmp_path: Path, observed) -> None:
@@ -47,7 +50,11 @@ def test_auth_protects_the_ui_and_the_api_and_the_password_is_never_printed(
                 in (("GET", "config", None), ("GET", "gradio_api/info", None),
                     ("POST", "gradio_api/call/compare", {"data": ["x", ["fixed-64-stream"]]}),
                     ("POST", "gradio_api/run/predict", {"data": [], "fn_index": 0}),
-                    ("GET", "gradio_api/upload_progress?upload_id=x", None))}
+                    ("GET", "gradio_api/upload_progress?upload_id=x", None),
+                    # the app's own routes: the live channel, the stage's Run and Stop
+                    ("GET", f"live/{PAGE}", None),
+                    ("POST", f"stage/run/{PAGE}", {"seq": 1}),
+                    ("POST", f"stage/stop/{PAGE}", {}))}
         with pytest.raises(Exception, match=r"(?i)401|auth|login|config"):  # no login: no client
             Client(url, verbose=False)
         Client(url, auth=("demo", secret), verbose=False)  # with one it can
@@ -55,12 +62,14 @@ def test_auth_protects_the_ui_and_the_api_and_the_password_is_never_printed(
             bad = browser_like.post("login", data={"username": "demo", "password": "nope"})
             good = browser_like.post("login", data={"username": "demo", "password": secret})
             pages = [browser_like.get(p).text for p in ("", "config", "gradio_api/info")]
+            stop_logged_in = browser_like.post(f"stage/stop/{PAGE}", json={}).status_code
     text = log.read_text()
     leaks = sum(secret in t for t in (text, *pages))
     observed(f"without login: {anon}; wrong login HTTP {bad.status_code}, right login "
              f"HTTP {good.status_code}; password found in the log and 3 pages: {leaks}")
     assert all(code == 401 for code in anon.values()), anon
     assert bad.status_code >= 400 and good.status_code == 200
+    assert stop_logged_in == 200  # the same route, logged in
     assert leaks == 0 and "no authentication" not in text
 
 

@@ -1,5 +1,7 @@
 // The page side of the live channel (playground/ui/live_feed.py): follow a run's feed when the
 // page starts one, and write what arrives straight into the page -- never through Gradio.
+// And the stage's Run and Stop (playground/ui/run_route.py): a click goes straight to the
+// app's own route; the controls' values got there before, each hand-over numbered (qllPlan).
 //
 // Element ids come from playground/ui/ids.py as window.qllIds. One message (a Server-Sent
 // Event's data, JSON) holds any of:
@@ -9,6 +11,7 @@
 //   timeline  html (svg)                         the token timeline
 //   bars      html (svg)                         the latency bars (the run's last message)
 //   end       true                               the run is over
+//   handover  true                               (with end) a stage Run: fetch its results
 //   sent_at   seconds (wall clock)               only from an instrumented app (benchmarks)
 (() => {
   const ids = window.qllIds;
@@ -41,6 +44,10 @@
       setTimeout(() => document.querySelectorAll('.stale').forEach(
         (e) => e.classList.remove('stale')), 1500);
     }
+    if (d.handover) {  // the finished results, drawn once by Gradio
+      const b = document.getElementById(ids.handover);
+      if (b) b.click();
+    }
     if (d.sent_at !== undefined) {  // an instrumented app (benchmarks/ui_fidelity) only
       const log = window.qllFeedLog || (window.qllFeedLog = []);
       if (log.length < 5000) log.push([performance.timeOrigin + performance.now(), d.sent_at]);
@@ -60,8 +67,7 @@
   };
   let wait = 500;
   const connect = () => {  // one stream per page, opened now, not at the click
-    const base = window.location.pathname.replace(/[^/]*$/, '');
-    const es = new EventSource(base + ids.liveRoute + page);
+    const es = new EventSource(base() + ids.liveRoute + page);
     es.onopen = () => { wait = 500; };
     es.onmessage = onmessage;
     es.onerror = () => {
@@ -71,6 +77,34 @@
     };
   };
   window.qllFollow = () => { clear(); text = {}; return page; };
+  // the controls' hand-overs (the `sync` event's js): '<page token>:<number>'
+  let plan = 0;
+  window.qllPlan = () => `${page}:${++plan}`;
+  const base = () => window.location.pathname.replace(/[^/]*$/, '');
+  const note = (msg) => {
+    const e = document.getElementById(ids.note);
+    if (e) e.textContent = msg;
+  };
+  const post = async (what, body) => {
+    try {
+      const r = await fetch(`${base()}${ids.stageRoute}${what}/${page}`, {
+        method: 'POST', headers: {'Content-Type': 'application/json'},
+        body: JSON.stringify(body || {})});
+      if (!r.ok) note((await r.json().catch(() => ({}))).error || `HTTP ${r.status}`);
+    } catch (err) {
+      note(`the app cannot be reached: ${err}`);
+    }
+  };
+  document.addEventListener('click', (e) => {  // the stage's buttons (Gradio may redraw them)
+    if (!(e.target instanceof Element)) return;
+    if (e.target.closest('#' + ids.run)) {
+      note('');
+      window.qllFollow();
+      post('run', {seq: plan});
+    } else if (e.target.closest('#' + ids.stop)) {
+      post('stop');
+    }
+  });
   // the "Presenter view" button: hides the controls (body.presenter, see blocks.CSS) and says
   // how to get them back
   window.qllPresenter = () => {

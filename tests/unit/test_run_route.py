@@ -1,0 +1,71 @@
+"""The stage's plans (ui/run_route): the controls' hand-overs, numbered by the page, kept per
+page token; a click waits for the one it names; the table is bounded."""
+
+from __future__ import annotations
+
+import asyncio
+
+from playground.ui.run_route import Plans
+from playground.ui.stage import Session
+
+PAGE = "a" * 24
+
+
+def test_a_handle_is_a_page_token_and_a_number() -> None:
+    assert Plans.parse(f"{PAGE}:3") == (PAGE, 3)
+    for bad in ("", PAGE, f"{PAGE}:", f"{PAGE}:x", "short:1", f"{PAGE}/..:1", None):
+        assert Plans.parse(bad) is None  # type: ignore[arg-type]
+
+
+def test_a_later_hand_over_wins_whatever_order_they_arrive_in() -> None:
+    async def go() -> None:
+        plans = Plans()
+        s = Session()
+        await plans.put(f"{PAGE}:2", ["two"], s, "o")
+        await plans.put(f"{PAGE}:1", ["one"], s, "o")  # late: dropped
+        plan = plans.get(PAGE)
+        assert plan is not None and plan.values == ["two"] and plan.seq == 2
+        await plans.put("malformed", ["x"], s, "o")
+        assert plans.get("malformed") is None
+
+    asyncio.run(go())
+
+
+def test_a_click_waits_for_the_hand_over_it_names() -> None:
+    async def go() -> None:
+        plans = Plans()
+        s = Session()
+        await plans.put(f"{PAGE}:1", ["old"], s, "o")
+        waiting = asyncio.create_task(plans.wait(PAGE, 2, timeout_s=5))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # plan 1 is there, but the click named 2
+        await plans.put(f"{PAGE}:2", ["typed just before the click"], s, "o")
+        plan = await waiting
+        assert plan is not None and plan.values == ["typed just before the click"]
+        assert await plans.wait(PAGE, 9, timeout_s=0.05) is None  # never came: bounded
+
+    asyncio.run(go())
+
+
+def test_the_plans_are_bounded() -> None:
+    async def go() -> None:
+        plans = Plans(limit=3)
+        for i in range(5):
+            await plans.put(f"{chr(ord('a') + i) * 20}:1", [i], Session(), "o")
+        kept = [chr(ord("a") + i) * 20 for i in range(5) if plans.get(chr(ord("a") + i) * 20)]
+        assert kept == ["c" * 20, "d" * 20, "e" * 20]  # the least recent went
+
+    asyncio.run(go())
+
+
+def test_the_app_serves_its_own_routes_and_the_plain_page_only_when_instrumented() -> None:
+    from playground.settings import Settings
+    from playground.ui.context import UIContext
+
+    def paths(instrument: bool) -> set[str]:
+        ctx = UIContext.create(Settings(ui_instrument=instrument))
+        return {r.path for r in ctx.routes()}
+
+    own = {"/live/{token}", "/stage/run/{token}", "/stage/stop/{token}"}
+    assert paths(False) == own  # a normal page: no benchmark page to find
+    assert paths(True) == own | {"/bench/plain/", "/bench/plain/run"}
