@@ -118,8 +118,22 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         return {server_status: text, model: gr.update(choices=names,
                                                       value=names[0] if names else None)}
 
-    connect.click(do_connect, [base_url, api_key], [server_status, model], api_name=False)
-    demo.load(do_connect, [base_url, api_key], [server_status, model], api_name=False)
+    async def on_connect(url: str, key: str, sess: Session) -> dict[Any, Any]:
+        sess.connects += 1
+        return await do_connect(url, key)
+
+    async def on_load(url: str, key: str, sess: Session) -> dict[Any, Any]:
+        """The page-load check of the default server: a Connect pressed meanwhile wins (its
+        answer, for the URL the visitor typed, is never overwritten by this older one)."""
+        mine = sess.connects
+        out = await do_connect(url, key)
+        if sess.connects != mine:
+            return {server_status: gr.skip(), model: gr.skip()}
+        return out
+
+    connect.click(on_connect, [base_url, api_key, session], [server_status, model],
+                  api_name=False)
+    demo.load(on_load, [base_url, api_key, session], [server_status, model], api_name=False)
 
     # --- columns ----------------------------------------------------------------------------
     n_columns.change(lambda n: [gr.update(visible=i < int(n)) for i in range(MAX_COLUMNS)],

@@ -63,6 +63,7 @@ class Session:
     task: asyncio.Task[None] | None = None  # a Run started through the run route
     handover: list[str] | None = None  # that run's final column values, for its hand-over
     warning: str = ""  # why that run sent nothing (shown as a toast at the hand-over)
+    connects: int = 0  # Connect presses (the page-load check never overwrites a later one)
 
     def stop(self) -> None:
         if self.active is not None:
