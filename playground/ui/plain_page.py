@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
@@ -26,40 +27,17 @@ from playground.core.record import RequestRecord
 from playground.core.runner import Recording, run_to_end
 from playground.errors import PlaygroundError
 from playground.ui import ids
+from playground.ui.columns import MAX_COLUMNS
 from playground.ui.login import logged_in
 
 POLL_S = 0.004
-MAX_COLUMNS = 4
 
+SCRIPT = Path(__file__).parent / "static" / "plain.js"
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>plain control</title></head>
 <body><button id="plain-run" type="button">Run</button>
 <input id="plain-prompt" size="60"><div style="display:flex;gap:8px">{boxes}</div>
 <script>
-const run = async () => {{
-  const boxes = [...document.querySelectorAll('textarea')];
-  boxes.forEach((b) => {{ b.value = ''; }});
-  const r = await fetch('run', {{method: 'POST', headers: {{'Content-Type': 'application/json'}},
-    body: JSON.stringify({{prompt: document.getElementById('plain-prompt').value,
-                          preset: new URLSearchParams(location.search).get('preset'),
-                          n: boxes.length}})}});
-  const reader = r.body.getReader();
-  const utf8 = new TextDecoder();
-  let rest = '';
-  for (;;) {{
-    const {{done, value}} = await reader.read();
-    if (done) break;
-    rest += utf8.decode(value, {{stream: true}});
-    const lines = rest.split('\\n');
-    rest = lines.pop();
-    for (const line of lines) {{
-      const d = JSON.parse(line);
-      if (d.text !== undefined) boxes[d.column].value += d.text;
-      if (d.end) window.plainEnd = d;
-    }}
-  }}
-}};
-document.getElementById('plain-run').addEventListener('click', run);
-</script></body></html>"""
+{script}</script></body></html>"""
 
 
 def routes(ctx: Any) -> list[Route]:
@@ -70,7 +48,7 @@ def routes(ctx: Any) -> list[Route]:
             return HTMLResponse("not logged in", status_code=401)
         boxes = "".join(f'<div id="{ids.col(ids.ANSWER, i)}"><textarea rows="12" cols="36">'
                         "</textarea></div>" for i in range(MAX_COLUMNS))
-        return HTMLResponse(PAGE.format(boxes=boxes))
+        return HTMLResponse(PAGE.format(boxes=boxes, script=SCRIPT.read_text("utf-8")))
 
     async def run(request: Request) -> Response:
         if not logged_in(request):

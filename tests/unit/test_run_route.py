@@ -69,3 +69,19 @@ def test_the_app_serves_its_own_routes_and_the_plain_page_only_when_instrumented
     own = {"/live/{token}", "/stage/run/{token}", "/stage/stop/{token}"}
     assert paths(False) == own  # a normal page: no benchmark page to find
     assert paths(True) == own | {"/bench/plain/", "/bench/plain/run"}
+
+
+def test_the_plain_page_carries_its_script_and_one_box_per_column() -> None:
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from playground.settings import Settings
+    from playground.ui import plain_page
+    from playground.ui.columns import MAX_COLUMNS
+    from playground.ui.context import UIContext
+
+    ctx = UIContext.create(Settings(ui_instrument=True))
+    page = TestClient(Starlette(routes=plain_page.routes(ctx))).get("/bench/plain/")
+    assert page.status_code == 200
+    assert page.text.count("<textarea") == MAX_COLUMNS
+    assert "window.plainEnd = d" in page.text  # static/plain.js, whole
