@@ -16,7 +16,8 @@ from playground.server.presets import load_server_presets
 from playground.ui.context import UIContext
 
 
-def build(ctx: UIContext) -> None:
+def build(ctx: UIContext) -> gr.Timer:
+    """The tab; returns its status timer, which ticks only while the tab is open (blocks)."""
     presets, errors = load_server_presets(ctx.settings.presets_dir)
     gr.Markdown("Start a server of this app's own with a preset from `presets/servers/`: vLLM, "
                 "or Hugging Face Transformers with the `transformers` preset (the ladder's "
@@ -40,7 +41,7 @@ def build(ctx: UIContext) -> None:
     flags = gr.Code(label="effective command", language="shell", interactive=False,
                     elem_id="server-flags")
     log = gr.Code(label="log tail", interactive=False, elem_id="server-log")
-    timer = gr.Timer(2.0)
+    timer = gr.Timer(2.0, active=False)
 
     def managed(p: int) -> ManagedServer | None:
         return ctx.servers.get(int(p))
@@ -112,3 +113,4 @@ def build(ctx: UIContext) -> None:
                   concurrency_limit=4)
     stop.click(do_stop, [port], outs, api_name=False)
     timer.tick(tick, [port], outs, api_name=False, show_progress="hidden")
+    return timer

@@ -1,7 +1,8 @@
 """The page script (playground/ui/static/live.js) in real Chromium against the real producer
 (ui/live_feed.stream, served by its own route) with a scripted recording: no vLLM, no Gradio,
-seconds. It proves that text is painted while the run is still going, that the views and the
-end arrive, that a normal page carries no benchmark instrumentation, that a replay's speed sets
+seconds. It proves that text is painted while the run is still going, that a box follows its
+end unless its reader scrolled up, that the views and the end arrive, that a normal page
+carries no benchmark instrumentation, that a replay's speed sets
 its pace (on a scripted clock), and that Stop keeps what was shown."""
 
 from __future__ import annotations
@@ -87,7 +88,21 @@ def test_text_is_painted_while_the_run_goes_on_and_the_views_follow(
     assert not feed.done and rec.status == "running"
     rec.feed(Event("chunk", time.perf_counter(), content="world"))
     expect(box).to_have_value("Hello world", timeout=10_000)
-    rec.feed(Event("usage", time.perf_counter(), usage=Usage(completion_tokens=2)))
+    # a box follows its end while text arrives, unless its reader scrolled up
+    lines = "".join(f"\nline {i}" for i in range(200))
+    rec.feed(Event("chunk", time.perf_counter(), content=lines))
+    expect(box).to_have_value("Hello world" + lines, timeout=10_000)
+    page.wait_for_function("(b) => b.scrollTop > 0 && b.scrollTop + b.clientHeight >= "
+                           "b.scrollHeight - 4", arg=box.element_handle(), timeout=10_000)
+    box.evaluate("(b) => { b.scrollTop = 0; }")  # the reader goes back to the top
+    page.wait_for_function("(b) => b.dataset.away === '1'", arg=box.element_handle())
+    rec.feed(Event("chunk", time.perf_counter(), content="\nmore"))
+    expect(box).to_have_value("Hello world" + lines + "\nmore", timeout=10_000)
+    # three frames later (the script scrolls a box in the frame after its text): still there
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => "
+                  "requestAnimationFrame(() => requestAnimationFrame(r))))")
+    assert box.evaluate("(b) => b.scrollTop") == 0
+    rec.feed(Event("usage", time.perf_counter(), usage=Usage(completion_tokens=203)))
     rec.feed(Event("done", time.perf_counter()))
     feed.finish()
     expect(page.locator(f"#{ids.BARS} svg")).to_contain_text("E2E", timeout=10_000)

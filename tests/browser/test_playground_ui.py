@@ -254,6 +254,9 @@ def test_server_tab_starts_and_stops_a_managed_server(page: Page, app_log: Path)
     from playground.server.managed import free_port
 
     port = free_port()
+    joins: list[dict] = []  # the page's Gradio events (queue joins)
+    page.on("request", lambda r: joins.append(json.loads(r.post_data or "{}"))
+            if "/queue/join" in r.url else None)
     page.get_by_role("tab", name="Server").click()
     pick(page, "server preset", "eager")
     page.get_by_label("port", exact=True).fill(str(port))
@@ -263,10 +266,20 @@ def test_server_tab_starts_and_stops_a_managed_server(page: Page, app_log: Path)
     expect(status).to_contain_text(f"127.0.0.1:{port}")
     expect(page.locator("#server-flags")).to_contain_text("--enforce-eager")
     expect(page.locator("#server-log")).to_contain_text("GET /health")
+    # the status refresh is the tab's timer: an event whose only input is the port
+    ticks = {j.get("fn_index") for j in joins if j.get("data") == [port]}
+    assert len(ticks) == 1, joins
     page.get_by_role("button", name="Stop", exact=True).last.click()
     expect(status).to_contain_text("stopped", timeout=60_000)
     # the tab's 2 s timer ran all along, also for pages with no managed server: no errors
     assert "didn't return enough output values" not in app_log.read_text("utf-8", "replace")
+    # ... and only while the tab is open: another tab's page sends no tick (a tick would come
+    # every 2 s; five seconds without one)
+    page.get_by_role("tab", name="Playground").click()
+    page.wait_for_timeout(1000)  # a tick already on its way when the tab changed
+    seen = len(joins)
+    page.wait_for_timeout(5000)
+    assert not [j for j in joins[seen:] if j.get("fn_index") in ticks], joins[seen:]
 
 
 def test_benchmark_tab_monitors_p95_against_a_threshold(page: Page, app_runs: Path) -> None:

@@ -23,7 +23,10 @@
   const boxes = `[id^="${ids.answer}"] textarea, [id^="${ids.reasoning}"] textarea`;
   const finals = `[id^="${ids.metrics}"], [id^="${ids.badge}"], [id^="${ids.phases}"]`;
   const clear = () => {  // what a new run replaces, cleared at the click
-    document.querySelectorAll(boxes).forEach((t) => { t.value = ''; });
+    for (const id of Object.keys(html)) delete html[id];
+    painted = false;
+    clickedAt = performance.now();
+    document.querySelectorAll(boxes).forEach((t) => { t.value = ''; t.dataset.away = '0'; });
     document.querySelectorAll('.live-status').forEach((e) => { e.innerHTML = ''; });
     for (const id of Object.values(views)) put(id, '');
     document.querySelectorAll(finals).forEach((e) => e.classList.add('stale'));
@@ -38,15 +41,50 @@
   crypto.getRandomValues(rnd);
   const page = Array.from(rnd, (x) => abc[x % 64]).join('');
   let text = {};
+  // What a message changes is written without reading any geometry (a read after a write makes
+  // the browser lay out the whole page there and then): text goes into its box at once and a
+  // box follows its end in the next frame, unless its reader scrolled up. Markup (status lines,
+  // headline, timeline: laid out and painted, costly on a small machine) is drawn at most every
+  // MARKUP_MS, and the first markup of a run only after its first text is painted (or
+  // FIRST_MARKUP_MS after the click, for a run with no text yet): the audience's first
+  // characters never wait behind a redraw of the rest.
+  const MARKUP_MS = 200;
+  const FIRST_MARKUP_MS = 300;
+  let frame = null;
+  let markupAt = 0;
+  let painted = false;  // this run's first text is on screen
+  let clickedAt = 0;
+  const html = {};
+  const follow = new Set();
+  const drawMarkup = () => {
+    for (const [id, markup] of Object.entries(html)) put(id, markup);
+    for (const id of Object.keys(html)) delete html[id];
+    markupAt = performance.now();
+  };
+  const flush = () => {
+    frame = null;
+    for (const box of follow) if (box.dataset.away !== '1') box.scrollTop = 1e9;
+    if (follow.size) painted = true;
+    follow.clear();
+    if (!Object.keys(html).length) return;
+    const now = performance.now();
+    if ((painted || now - clickedAt >= FIRST_MARKUP_MS) && now - markupAt >= MARKUP_MS) {
+      drawMarkup();
+    }
+    else soon();
+  };
+  const soon = () => { if (frame === null) frame = requestAnimationFrame(flush); };
+  document.addEventListener('scroll', (e) => {  // a reader scrolling a box up stays there
+    const box = e.target;
+    if (box instanceof HTMLTextAreaElement && box.matches(boxes)) {
+      box.dataset.away = box.scrollTop + box.clientHeight < box.scrollHeight - 4 ? '1' : '0';
+    }
+  }, {capture: true, passive: true});
   const onmessage = (m) => {
     const d = JSON.parse(m.data);
     if (d.end) {  // a value Gradio redraws unchanged is not a mutation: unfade it anyway
       setTimeout(() => document.querySelectorAll('.stale').forEach(
         (e) => e.classList.remove('stale')), 1500);
-    }
-    if (d.handover) {  // the finished results, drawn once by Gradio
-      const b = document.getElementById(ids.handover);
-      if (b) b.click();
     }
     if (d.sent_at !== undefined) {  // an instrumented app (benchmarks/ui_fidelity) only
       const log = window.qllFeedLog || (window.qllFeedLog = []);
@@ -57,13 +95,18 @@
       text[id] = full;
       const box = document.querySelector('#' + id + ' textarea');
       if (box && box.value !== full) {
-        const atEnd = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
         box.value = full;
-        if (atEnd) box.scrollTop = box.scrollHeight;
+        follow.add(box);
       }
     }
-    for (const [col, html] of Object.entries(d.status || {})) put(ids.status + col, html);
-    for (const [k, id] of Object.entries(views)) if (k in d) put(id, d[k]);
+    for (const [col, markup] of Object.entries(d.status || {})) html[ids.status + col] = markup;
+    for (const [k, id] of Object.entries(views)) if (k in d) html[id] = d[k];
+    if (d.end) drawMarkup();  // the run's last word is drawn now
+    if (d.handover) {  // the finished results, drawn once by Gradio
+      const b = document.getElementById(ids.handover);
+      if (b) b.click();
+    }
+    soon();
   };
   let wait = 500;
   const connect = () => {  // one stream per page, opened now, not at the click
