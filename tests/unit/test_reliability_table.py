@@ -10,50 +10,25 @@ import pytest
 
 from tests import reliability
 
-ROW = "tests/x.py::t"
-
 
 def session(**option: Any) -> Any:
+    item = SimpleNamespace(nodeid="tests/x.py::t",
+                           get_closest_marker=lambda name: object())
     opts = {"keyword": "", "markexpr": "", "deselect": None, "ignore": None,
             "ignore_glob": None, **option}
     return SimpleNamespace(config=SimpleNamespace(args=[], option=SimpleNamespace(**opts)),
-                           shouldstop=False, shouldfail=False)
-
-
-def partial(s: Any) -> str | None:
-    return reliability.partial(s, [ROW], reliability._ROWS, reliability._DESELECTED)
+                           items=[item], shouldstop=False, shouldfail=False)
 
 
 @pytest.fixture()
 def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
     """The generator's state for this test only (the real run's rows stay untouched)."""
-    monkeypatch.setattr(reliability, "_ROWS", {ROW: {"outcome": "passed"}})
+    monkeypatch.setattr(reliability, "_ROWS", {"tests/x.py::t": {"outcome": "passed"}})
     monkeypatch.setattr(reliability, "_DESELECTED", [])
-    monkeypatch.setattr(reliability, "_FROM_WORKERS",
-                        {"marked": set(), "rows": {}, "deselected": []})
 
 
 def test_a_whole_run_is_complete(fresh: None) -> None:
-    assert partial(session()) is None
-
-
-def test_the_lanes_rows_are_merged_and_a_lane_that_never_reported_is_missing(
-        fresh: None) -> None:
-    """Under xdist (tests/lanes) each worker hands its rows to the controller: the table is
-    whole only when every lane's rows came back."""
-    marked = ["tests/a.py::t", "tests/b.py::u"]
-    lane = {"marked": marked, "deselected": [],
-            "rows": {"tests/a.py::t": {"case": "a", "where": "w", "outcome": "passed"}}}
-    reliability.pytest_testnodedown(SimpleNamespace(workeroutput={"reliability": lane}), None)
-    got = reliability._FROM_WORKERS
-    assert "1 row(s) did not run" in (reliability.partial(
-        session(), sorted(got["marked"]), got["rows"], got["deselected"]) or "")
-    other = {**lane, "rows": {"tests/b.py::u": {"case": "b", "where": "w",
-                                                "outcome": "failed"}}}
-    reliability.pytest_testnodedown(SimpleNamespace(workeroutput={"reliability": other}), None)
-    reliability.pytest_testnodedown(SimpleNamespace(workeroutput={}), "crashed")  # said nothing
-    assert reliability.partial(session(), sorted(got["marked"]), got["rows"], []) is None
-    assert got["rows"]["tests/b.py::u"]["outcome"] == "failed"
+    assert reliability.partial(session()) is None
 
 
 @pytest.mark.parametrize("option,words", [
@@ -62,22 +37,22 @@ def test_the_lanes_rows_are_merged_and_a_lane_that_never_reported_is_missing(
     ({"ignore_glob": ["*ui*"]}, "--ignore"),
 ])
 def test_every_kind_of_partial_run_is_refused(fresh: None, option: dict, words: str) -> None:
-    why = partial(session(**option))
+    why = reliability.partial(session(**option))
     assert why is not None and words in why
 
 
 def test_deselected_stopped_early_or_missing_rows_are_refused(fresh: None) -> None:
     reliability._DESELECTED.append("tests/y.py::u")  # e.g. a plugin deselected it
-    assert "deselected" in (partial(session()) or "")
+    assert "deselected" in (reliability.partial(session()) or "")
     reliability._DESELECTED.clear()
     stopped = session()
     stopped.shouldfail = "stopping after 1 failures"
-    assert "stopped early" in (partial(stopped) or "")
+    assert "stopped early" in (reliability.partial(stopped) or "")
     reliability._ROWS.clear()  # the row never ran
-    assert "did not run" in (partial(session()) or "")
+    assert "did not run" in (reliability.partial(session()) or "")
     narrow = session()
     narrow.config.args = ["tests/unit"]
-    assert "not the whole" in (partial(narrow) or "")
+    assert "not the whole" in (reliability.partial(narrow) or "")
 
 
 @pytest.mark.parametrize("phases,outcome", [
