@@ -13,6 +13,7 @@ BADGE = "badge-"
 PHASES = "phases-"
 CODE_CURL = "code-curl-"
 # per page
+PROMPT = "prompt"  # the prompt box (its textarea): a click on Run sends its text along
 HEADLINE = "hl-live"  # the presenter's headline row
 TIMELINE = "tl-live"  # the token timeline
 BARS = "bars-live"  # the latency bars
@@ -36,4 +37,5 @@ def for_script() -> dict[str, str]:
             "metrics": METRICS, "badge": BADGE, "phases": PHASES, "headline": HEADLINE,
             "timeline": TIMELINE, "bars": BARS, "presenterToggle": PRESENTER_TOGGLE,
             "liveRoute": LIVE_ROUTE, "run": STAGE_RUN, "stop": STAGE_STOP,
-            "note": STAGE_NOTE, "handover": HANDOVER, "stageRoute": STAGE_ROUTE}
+            "note": STAGE_NOTE, "handover": HANDOVER, "stageRoute": STAGE_ROUTE,
+            "prompt": PROMPT}

@@ -47,7 +47,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
                     elem_id="bad-presets")
 
     prompt = gr.Textbox(ctx.examples[0] if ctx.examples else "", label="prompt", lines=2,
-                        max_length=MAX_PROMPT_CHARS)
+                        max_length=MAX_PROMPT_CHARS, elem_id=ids.PROMPT)
     if ctx.examples:
         with gr.Column(elem_classes=["pv-hide"]):
             gr.Examples([[e] for e in ctx.examples[:8]], inputs=[prompt],
@@ -154,8 +154,9 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         """The page's plan: what a click on Run would run now (ui/run_route)."""
         await ctx.plans.put(handle, list(values), sess, owner_of(request))
 
-    gr.on([x.change for x in run_inputs], sync, [token, session, *run_inputs], None,
-          api_name=False, js=SYNC_JS, queue=False, show_progress="hidden",
+    # not the prompt as it is typed: a click on Run sends its text along (ui/run_route)
+    gr.on([x.change for x in run_inputs if x is not prompt], sync, [token, session, *run_inputs],
+          None, api_name=False, js=SYNC_JS, queue=False, show_progress="hidden",
           trigger_mode="multiple", preprocess=False)
     demo.load(sync, [token, session, *run_inputs], None, api_name=False, js=SYNC_JS,
               queue=False, show_progress="hidden", preprocess=False)
@@ -189,7 +190,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         if frame.feed is not None:  # the headline counts what the page shows
             frame.feed.show_reasoning = reasoning_shown is True or reasoning_shown == "true"
         n = int(n_cols)
-        text = text or ""
+        text = plan.prompt if plan.prompt is not None else text or ""
         shown = Shown("run", url=str(url), cold=ctx.warm.warming)
         sess.shown = shown
         try:  # the page cleared the columns at the click; nothing to send yet

@@ -9,9 +9,11 @@ browser refresh the loading state of every component it touches; on a 2-core mac
   typed, the page loaded), a small Gradio event (`sync`, no outputs, no loading state) hands
   every input to the app, which keeps it as the page's *plan* under the page's live token
   (static/live.js numbers each hand-over: `seq`).
-- A click on Run POSTs `stage/run/<token>` with the `seq` the page last handed over. The app
-  waits (bounded) until that plan has arrived, starts the run on the measuring loop, and
-  answers at once; the run streams over the page's live channel (ui/live_feed) as before.
+- A click on Run POSTs `stage/run/<token>` with the `seq` the page last handed over and the
+  prompt box's text (the one input not handed over as it changes: typing in it sends nothing,
+  and the text typed just before the click is the one run). The app waits (bounded) until that
+  plan has arrived, starts the run on the measuring loop, and answers at once; the run streams
+  over the page's live channel (ui/live_feed) as before.
 - When the run ends, its last live message says `handover`; the page then presses the hidden
   hand-over button, a Gradio event that draws the finished results (metrics, badges, code,
   history) once.
@@ -24,6 +26,7 @@ Both routes are behind the app's login, like every Gradio route (ui/login: `logg
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -41,6 +44,7 @@ from playground.ui.stage import Session
 
 MAX_PLANS = 1024  # pages whose plans are kept (the least recently handed over goes first)
 WAIT_S = 10.0  # a click waits this long for the plan it names to arrive
+MAX_BODY = 2 * 2**20  # a click's body: the prompt (MAX_PROMPT_CHARS, JSON-escaped) and a number
 SYNC_JS = ("(token, ...rest) => [window.qllPlan ? window.qllPlan() : '', ...rest]")
 
 
@@ -53,6 +57,7 @@ class Plan:
     session: Session
     owner: str
     at: float = field(default_factory=time.monotonic)
+    prompt: str | None = None  # the click's prompt (None: the one handed over)
 
 
 Starter = Callable[[Plan, str, str], Awaitable[str | None]]
@@ -117,17 +122,26 @@ def routes(plans: Plans, start: Starter, visitor: Callable[[Request], str]) -> l
             return JSONResponse({"error": "not logged in"}, status_code=401)
         if not TOKEN_RE.fullmatch(token):
             return JSONResponse({"error": "bad page token"}, status_code=400)
+        raw = b""
+        async for part in request.stream():
+            raw += part
+            if len(raw) > MAX_BODY:
+                return JSONResponse({"error": f"the request is over {MAX_BODY // 2**20} MiB: "
+                                     "shorten the prompt"}, status_code=413)
         try:
-            body = json.loads(await request.body() or b"{}")
+            body = json.loads(raw or b"{}")
             seq = int(body.get("seq", 0))
+            prompt = body.get("prompt")
         except (ValueError, TypeError, AttributeError):
-            return JSONResponse({"error": "the body must be JSON: {\"seq\": N}"},
-                                status_code=400)
+            return JSONResponse({"error": "the body must be JSON: {\"seq\": N, \"prompt\": "
+                                 "\"...\"}"}, status_code=400)
+        if prompt is not None and not isinstance(prompt, str):
+            return JSONResponse({"error": "prompt: must be text"}, status_code=400)
         plan = await plans.wait(token, seq)
         if plan is None:
             return JSONResponse({"error": "this page's settings did not reach the app: "
                                  "reload the page"}, status_code=409)
-        why = await start(plan, token, visitor(request))
+        why = await start(dataclasses.replace(plan, prompt=prompt), token, visitor(request))
         if why is not None:
             return JSONResponse({"error": why}, status_code=409)
         return JSONResponse({"started": True}, status_code=202)

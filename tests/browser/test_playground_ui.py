@@ -103,13 +103,13 @@ def test_stable_hooks_for_external_probes(page: Page) -> None:
 
 def test_run_goes_from_the_click_straight_to_the_app(page: Page, app_runs: Path) -> None:
     """A value typed just before the click is the one sent (the controls hand their values to
-    the app as they change). And no Gradio event carries a run: clicked again with nothing
-    changed, the page sends the stage's own route a bare number, and no request after the
-    click carries the prompt -- yet the run sent it (the run file's requests)."""
+    the app as they change; the prompt's text goes with the click). And no Gradio event carries
+    a run: clicked again right after a new prompt is typed, the page sends the stage's own route
+    the hand-over's number and the prompt, and no other request carries the prompt -- typing in
+    the prompt box sends nothing -- yet the run sent it (the run file's requests)."""
     from playground.lab.store import RunStore, read_run
 
-    prompt = "straight to the app 7f3c"
-    settle(page.get_by_label("prompt", exact=True), prompt)
+    settle(page.get_by_label("prompt", exact=True), "straight to the app 7f3c")
     for i, preset in enumerate(("fixed-64-stream", "fixed-64-nonstream")):
         pick(page, f"preset {i + 1}", preset)
     page.get_by_label("max_tokens", exact=True).first.fill("24")  # no Tab: the click leaves it
@@ -120,7 +120,9 @@ def test_run_goes_from_the_click_straight_to_the_app(page: Page, app_runs: Path)
     sent: list[tuple[str, str, str]] = []
     page.on("request", lambda r: sent.append((r.method, r.url, r.post_data or "")))
     before = set(RunStore(app_runs).list_runs("playground"))
-    page.get_by_role("button", name="Run", exact=True).click()  # again, nothing changed
+    prompt = "typed right before the click 9d1e"
+    page.get_by_label("prompt", exact=True).fill(prompt)  # and at once:
+    page.get_by_role("button", name="Run", exact=True).click()
 
     def run_file() -> list | None:
         new = set(RunStore(app_runs).list_runs("playground")) - before
@@ -132,8 +134,11 @@ def test_run_goes_from_the_click_straight_to_the_app(page: Page, app_runs: Path)
     assert recs and all(prompt in json.dumps(r.request, ensure_ascii=False) for r in recs)
     expect(page.locator(".stale")).to_have_count(0, timeout=LONG)  # the hand-over drew
     runs = [(m, url, body) for m, url, body in sent if "/stage/run/" in url]
-    assert len(runs) == 1 and runs[0][0] == "POST" and json.loads(runs[0][2]).keys() == {"seq"}
-    assert not [url for _, url, body in sent if prompt in body]  # no event carried the run
+    assert len(runs) == 1 and runs[0][0] == "POST"
+    assert json.loads(runs[0][2]).keys() == {"seq", "prompt"}
+    assert json.loads(runs[0][2])["prompt"] == prompt
+    # no event carried the run, and typing the prompt handed nothing over
+    assert not [url for _, url, body in sent if prompt in body and "/stage/run/" not in url]
 
 
 def test_a_langchain_column_runs_next_to_the_sdk_and_shows_its_own_code(page: Page) -> None:

@@ -1,5 +1,6 @@
 """The stage's plans (ui/run_route): the controls' hand-overs, numbered by the page, kept per
-page token; a click waits for the one it names; the table is bounded."""
+page token; a click waits for the one it names and brings the prompt's text; the table and a
+click's body are bounded."""
 
 from __future__ import annotations
 
@@ -56,6 +57,36 @@ def test_the_plans_are_bounded() -> None:
         assert kept == ["c" * 20, "d" * 20, "e" * 20]  # the least recent went
 
     asyncio.run(go())
+
+
+def test_a_click_brings_the_prompt_and_its_body_is_bounded() -> None:
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from playground.ui.run_route import MAX_BODY, Plan, routes
+
+    plans = Plans()
+    started: list[Plan] = []
+
+    async def start(plan: Plan, token: str, who: str) -> str | None:
+        started.append(plan)
+        return None
+
+    async def handed_over() -> None:
+        await plans.put(f"{PAGE}:1", ["handed-over prompt"], Session(), "o")
+
+    client = TestClient(Starlette(routes=routes(plans, start, lambda r: "v")))
+    asyncio.run(handed_over())
+    url = f"/stage/run/{PAGE}"
+    assert client.post(url, json={"seq": 1, "prompt": "typed just now"}).status_code == 202
+    assert client.post(url, json={"seq": 1}).status_code == 202  # an older page: no prompt
+    assert [p.prompt for p in started] == ["typed just now", None]
+    assert plans.get(PAGE).prompt is None  # type: ignore[union-attr]  # the click's own
+    bad = client.post(url, json={"seq": 1, "prompt": ["not", "text"]})
+    assert bad.status_code == 400 and "prompt" in bad.json()["error"]
+    big = client.post(url, content=b'{"seq": 1, "prompt": "' + b"x" * MAX_BODY + b'"}')
+    assert big.status_code == 413 and "shorten the prompt" in big.json()["error"]
+    assert len(started) == 2  # neither bad click started anything
 
 
 def test_the_app_serves_its_own_routes_and_the_plain_page_only_when_instrumented() -> None:

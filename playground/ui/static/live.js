@@ -1,7 +1,8 @@
 // The page side of the live channel (playground/ui/live_feed.py): follow a run's feed when the
 // page starts one, and write what arrives straight into the page -- never through Gradio.
 // And the stage's Run and Stop (playground/ui/run_route.py): a click goes straight to the
-// app's own route; the controls' values got there before, each hand-over numbered (qllPlan).
+// app's own route; the controls' values got there before, each hand-over numbered (qllPlan),
+// except the prompt's text, which the click sends along.
 //
 // Element ids come from playground/ui/ids.py as window.qllIds. One message (a Server-Sent
 // Event's data, JSON) holds any of:
@@ -143,7 +144,8 @@
     if (e.target.closest('#' + ids.run)) {
       note('');
       window.qllFollow();
-      post('run', {seq: plan});
+      const box = document.querySelector(`#${ids.prompt} textarea`);
+      post('run', box ? {seq: plan, prompt: box.value} : {seq: plan});
     } else if (e.target.closest('#' + ids.stop)) {
       post('stop');
     }
