@@ -31,6 +31,7 @@ CSS = """
              border: 1px solid transparent; min-height: 42px; }
 .stage-run { background: #f97316; color: white; } .stage-run:hover { background: #ea580c; }
 .stage-stop { background: #fee2e2; color: #b91c1c; border-color: #fca5a5; }
+.stage-stop:disabled { opacity: 0.45; cursor: not-allowed; }
 .stage-note { color: #b00020; font-size: 0.9em; }
 .stage-hidden { display: none !important; }
 body.presenter .pv-hide { display: none !important; }

@@ -64,7 +64,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         # the stage's buttons: plain buttons the page script sends straight to the app
         gr.HTML(f'<div class="stage-buttons"><button id="{ids.STAGE_RUN}" type="button" '
                 f'class="stage-btn stage-run">Run</button><button id="{ids.STAGE_STOP}" '
-                f'type="button" class="stage-btn stage-stop">Stop</button></div>'
+                f'type="button" class="stage-btn stage-stop" disabled>Stop</button></div>'
                 f'<div id="{ids.STAGE_NOTE}" class="stage-note"></div>', scale=1,
                 padding=False)
         handover = gr.Button("hand over", elem_id=ids.HANDOVER, elem_classes=["stage-hidden"])
@@ -123,11 +123,9 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
         return await do_connect(url, key)
 
     async def on_load(url: str, key: str, sess: Session) -> dict[Any, Any]:
-        """The page-load check of the default server: a Connect pressed meanwhile wins (its
-        answer, for the URL the visitor typed, is never overwritten by this older one)."""
-        mine = sess.connects
+        """The page-load check of the default server: any Connect wins (Session)."""
         out = await do_connect(url, key)
-        if sess.connects != mine:
+        if not sess.load_check_may_show():
             return {server_status: gr.skip(), model: gr.skip()}
         return out
 

@@ -63,7 +63,14 @@ class Session:
     task: asyncio.Task[None] | None = None  # a Run started through the run route
     handover: list[str] | None = None  # that run's final column values, for its hand-over
     warning: str = ""  # why that run sent nothing (shown as a toast at the hand-over)
-    connects: int = 0  # Connect presses (the page-load check never overwrites a later one)
+    connects: int = 0  # Connect presses (the page-load check never overwrites one)
+
+    def load_check_may_show(self) -> bool:
+        """Whether the page-load check of the default server may show its answer: only while
+        no Connect was pressed. The check is always older than any Connect on its page (a page
+        loads before anything on it can be pressed), but Gradio's queue may answer it later,
+        and then it would put the default server's status over the typed URL's."""
+        return self.connects == 0
 
     def stop(self) -> None:
         if self.active is not None:

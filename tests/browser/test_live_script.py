@@ -1,9 +1,10 @@
 """The page script (playground/ui/static/live.js) in real Chromium against the real producer
 (ui/live_feed.stream, served by its own route) with a scripted recording: no vLLM, no Gradio,
 seconds. It proves that text is painted while the run is still going, that a box follows its
-end unless its reader scrolled up, that the views and the end arrive, that a normal page
-carries no benchmark instrumentation, that a replay's speed sets
-its pace (on a scripted clock), and that Stop keeps what was shown."""
+end unless its reader scrolled up, that the views and the end arrive, that Stop is live only
+while a run is followed, that the next run fades the last one's markup without moving it, that
+a normal page carries no benchmark instrumentation, that a replay's speed sets its pace (on a
+scripted clock), and that Stop keeps what was shown."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.browser
 BODY = (f'<div id="{ids.col(ids.ANSWER, 0)}"><textarea></textarea></div>'
         f'<div id="{ids.col(ids.LIVE_STATUS, 0)}" class="live-status"></div>'
         f'<div id="{ids.HEADLINE}"></div><div id="{ids.TIMELINE}"></div>'
-        f'<div id="{ids.BARS}"></div>')
+        f'<div id="{ids.BARS}"></div><button id="{ids.STAGE_STOP}" disabled>Stop</button>')
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +74,10 @@ def test_text_is_painted_while_the_run_goes_on_and_the_views_follow(
         served: tuple[str, Feeds], page: Page) -> None:
     url, feeds = served
     page.goto(url)
+    stop = page.locator(f"#{ids.STAGE_STOP}")
+    expect(stop).to_be_disabled()  # nothing to stop yet
     token = page.evaluate("window.qllFollow()")  # what the Run click hands to the app
+    expect(stop).to_be_enabled()
     v = Variant(name="scripted", stream=True, thinking=False, max_tokens=16)
     rec = Recording(v, build(v, "hi", "m"), "http://scripted/v1", RawTimings(streaming=True))
     feed = feeds.open(token)
@@ -107,8 +111,38 @@ def test_text_is_painted_while_the_run_goes_on_and_the_views_follow(
     feed.finish()
     expect(page.locator(f"#{ids.BARS} svg")).to_contain_text("E2E", timeout=10_000)
     expect(page.locator(f"#{ids.col(ids.LIVE_STATUS, 0)}")).to_have_text("")  # cleared
+    expect(stop).to_be_disabled()  # the run is over
     # a normal page neither receives send stamps nor keeps a message log
     assert page.evaluate("window.qllFeedLog === undefined")
+
+    # The next click fades what this run drew and keeps its place (emptying it would move the
+    # page in the frame that should show the first text); the new run's markup replaces it, and
+    # what the new run never redraws (here a status line of a column it does not have) is
+    # emptied at its end.
+    headline = page.locator(f"#{ids.HEADLINE}")
+    extra = ids.col(ids.LIVE_STATUS, 1)
+    page.evaluate(f"() => document.body.insertAdjacentHTML('beforeend', "
+                  f"'<div id=\"{extra}\" class=\"live-status\">done 9 ms</div>')")
+    height = headline.evaluate("(e) => e.offsetHeight")
+    assert height > 0
+    token = page.evaluate("window.qllFollow()")
+    expect(box).to_have_value("")
+    expect(headline).to_have_class("stale")
+    expect(page.locator(f"#{extra}")).to_have_class("live-status stale")
+    expect(headline).to_contain_text("first answer character")  # the last run's, faded
+    assert headline.evaluate("(e) => e.offsetHeight") == height
+    again = Recording(v, build(v, "hi", "m"), "http://scripted/v1", RawTimings(streaming=True))
+    feed = feeds.open(token)
+    again.feed(Event("sent", time.perf_counter()))
+    feed.recs, feed.where = [again], [0]
+    again.feed(Event("chunk", time.perf_counter(), content="Again"))
+    expect(box).to_have_value("Again", timeout=10_000)
+    expect(headline).not_to_have_class("stale", timeout=10_000)  # this run's own headline
+    expect(page.locator(f"#{extra}")).to_have_text("done 9 ms")  # not redrawn yet: kept
+    again.feed(Event("done", time.perf_counter()))
+    feed.finish()
+    expect(page.locator(f"#{extra}")).to_have_text("", timeout=10_000)
+    expect(page.locator(".stale")).to_have_count(0, timeout=10_000)
 
 
 class Dial:

@@ -116,3 +116,26 @@ def test_the_plain_page_carries_its_script_and_one_box_per_column() -> None:
     assert page.status_code == 200
     assert page.text.count("<textarea") == MAX_COLUMNS
     assert "window.plainEnd = d" in page.text  # static/plain.js, whole
+
+
+def test_the_page_load_check_never_covers_a_connect() -> None:
+    """The page's load check of the default server is older than any Connect on that page,
+    but Gradio's queue may answer it later (a busy app): it must not put the default
+    server's status over the typed URL's. The real handlers of a built page."""
+    import gradio as gr
+
+    from playground.settings import Settings
+    from playground.ui.blocks import build_ui
+    from playground.ui.context import UIContext
+
+    demo = build_ui(UIContext.create(Settings(base_url="http://127.0.0.1:9/v1")))
+    fns = {f.fn.__name__: f.fn for f in demo.fns.values() if f.fn is not None}
+    on_load, on_connect = fns["on_load"], fns["on_connect"]
+    url = "http://127.0.0.1:9/v1"  # nothing listens: each check answers at once, with an error
+
+    alone = asyncio.run(on_load(url, "", Session()))
+    assert all(v != gr.skip() for v in alone.values())  # no Connect: the check is shown
+    s = Session()
+    asyncio.run(on_connect(url, "", s))  # the visitor connected ...
+    late = asyncio.run(on_load(url, "", s))  # ... and the queue answers the load check after
+    assert late and all(v == gr.skip() for v in late.values())

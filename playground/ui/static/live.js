@@ -19,17 +19,28 @@
   const views = {headline: ids.headline, timeline: ids.timeline, bars: ids.bars};
   const put = (id, html) => {
     const e = document.getElementById(id);
+    old.delete(id);
     if (e) e.innerHTML = html;
   };
   const boxes = `[id^="${ids.answer}"] textarea, [id^="${ids.reasoning}"] textarea`;
   const finals = `[id^="${ids.metrics}"], [id^="${ids.badge}"], [id^="${ids.phases}"]`;
-  const clear = () => {  // what a new run replaces, cleared at the click
+  // What a new run replaces, at the click: the answer boxes are emptied (their size is fixed);
+  // the markup (status lines, headline, timeline, bars) only fades -- emptying it would change
+  // its height and make the browser lay out and paint the whole page in the very frame that
+  // should show the first text. The run's own markup replaces it; what the run never redrew is
+  // emptied at its end.
+  const old = new Set();
+  const clear = () => {
     for (const id of Object.keys(html)) delete html[id];
     painted = false;
     clickedAt = performance.now();
     document.querySelectorAll(boxes).forEach((t) => { t.value = ''; t.dataset.away = '0'; });
-    document.querySelectorAll('.live-status').forEach((e) => { e.innerHTML = ''; });
-    for (const id of Object.values(views)) put(id, '');
+    const markup = [...document.querySelectorAll('.live-status')].map((e) => e.id)
+      .concat(Object.values(views));
+    for (const id of markup) {
+      const e = document.getElementById(id);
+      if (e && e.innerHTML) { e.classList.add('stale'); old.add(id); }
+    }
     document.querySelectorAll(finals).forEach((e) => e.classList.add('stale'));
   };
   new MutationObserver((ms) => ms.forEach((m) => {  // Gradio drew the new value
@@ -57,9 +68,10 @@
   let clickedAt = 0;
   const html = {};
   const follow = new Set();
-  const drawMarkup = () => {
+  const drawMarkup = (end = false) => {
     for (const [id, markup] of Object.entries(html)) put(id, markup);
     for (const id of Object.keys(html)) delete html[id];
+    if (end) for (const id of [...old]) put(id, '');  // the last run's, never redrawn by this one
     markupAt = performance.now();
   };
   const flush = () => {
@@ -102,7 +114,10 @@
     }
     for (const [col, markup] of Object.entries(d.status || {})) html[ids.status + col] = markup;
     for (const [k, id] of Object.entries(views)) if (k in d) html[id] = d[k];
-    if (d.end) drawMarkup();  // the run's last word is drawn now
+    if (d.end) {  // the run's last word is drawn now
+      drawMarkup(true);
+      stoppable(false);
+    }
     if (d.handover) {  // the finished results, drawn once by Gradio
       const b = document.getElementById(ids.handover);
       if (b) b.click();
@@ -120,7 +135,12 @@
       wait = Math.min(wait * 2, 30000);
     };
   };
-  window.qllFollow = () => { clear(); text = {}; return page; };
+  // Stop is live only while this page follows a run (Run, the ladder, a replay)
+  const stoppable = (on) => {
+    const b = document.getElementById(ids.stop);
+    if (b) b.disabled = !on;
+  };
+  window.qllFollow = () => { clear(); text = {}; stoppable(true); return page; };
   // the controls' hand-overs (the `sync` event's js): '<page token>:<number>'
   let plan = 0;
   window.qllPlan = () => `${page}:${++plan}`;
@@ -134,9 +154,13 @@
       const r = await fetch(`${base()}${ids.stageRoute}${what}/${page}`, {
         method: 'POST', headers: {'Content-Type': 'application/json'},
         body: JSON.stringify(body || {})});
-      if (!r.ok) note((await r.json().catch(() => ({}))).error || `HTTP ${r.status}`);
+      if (!r.ok) {
+        note((await r.json().catch(() => ({}))).error || `HTTP ${r.status}`);
+        if (what === 'run') stoppable(false);  // nothing started
+      }
     } catch (err) {
       note(`the app cannot be reached: ${err}`);
+      if (what === 'run') stoppable(false);
     }
   };
   document.addEventListener('click', (e) => {  // the stage's buttons (Gradio may redraw them)
