@@ -33,7 +33,9 @@ VERSION = 2  # 2: permutation test + Holm, magnitude, demo-model honesty, model 
 
 @dataclass
 class BoardEvent:
-    kind: str  # "claim-started" | "progress" | "claim-done" | "api-checks" | "finished"
+    # "environment" (board: the environment, first) | "claim-started" | "progress" |
+    # "claim-done" | "api-checks" | "finished"
+    kind: str
     claim: str = ""
     index: int = 0
     total: int = 0
@@ -86,6 +88,7 @@ async def run_board(settings: Settings, claims: Sequence[Claim], library: Preset
     env = await board_environment(settings, server_note, port)
     results: list[ClaimResult] = []
     total = len(claims)
+    yield BoardEvent("environment", total=total, board=env)
     for i, claim in enumerate(claims):
         yield BoardEvent("claim-started", claim.id, i, total)
         async for ev in run_claim(settings, claim, library, with_servers=with_servers,
@@ -108,10 +111,23 @@ async def run_board(settings: Settings, claims: Sequence[Claim], library: Preset
             checks = [{"id": "api-checks", "article": "", "statement": "API checks",
                        "outcome": "could not check", "evidence": str(e), "instead": ""}]
         yield BoardEvent("api-checks", total=total)
+    board = board_document(env, results, checks, {"with_servers": with_servers,
+                                                  "examples": examples,
+                                                  "repetitions": repetitions})
+    yield BoardEvent("finished", index=total, total=total, board=board)
+
+
+def board_document(env: dict[str, Any], results: Sequence[ClaimResult],
+                   checks: list[dict[str, Any]], options: dict[str, Any], *,
+                   stopped: str = "") -> dict[str, Any]:
+    """The board file: the claims that finished, re-decided with Holm over exactly them
+    (in place), the API statements, the options; `stopped` says why it holds fewer claims
+    than were asked for (a Stop)."""
     family = apply_holm(results)
     board = {"format": FORMAT, "version": VERSION, "environment": env,
              "claims": [r.as_dict() for r in results], "api_checks": checks,
-             "options": {"with_servers": with_servers, "examples": examples,
-                         "repetitions": repetitions},
+             "options": options,
              "policy": {"family_wise": HOLM_POLICY, "alpha": 0.05, "family_size": family}}
-    yield BoardEvent("finished", index=total, total=total, board=board)
+    if stopped:
+        board["stopped"] = stopped
+    return board

@@ -81,6 +81,8 @@ def env_lines(board: dict[str, Any]) -> list[str]:
     policy = (board.get("policy") or {}).get("family_wise")
     if policy:
         lines.append(f"Verdicts: {policy} ({board['policy']['family_size']} judged checks)")
+    if board.get("stopped"):
+        lines.append(f"Stopped: {board['stopped']}")
     return lines
 
 

@@ -63,6 +63,31 @@ def test_claims_run_all_builds_the_board_and_an_offline_report(page: Page, brows
     ctx.close()
 
 
+def test_claims_picked_run_alone_and_stop_keeps_and_exports_what_finished(page: Page) -> None:
+    page.get_by_role("tab", name="Claims").click()
+    stop, run = page.locator("#claims-stop"), page.locator("#claims-run")
+    expect(stop).to_be_disabled()  # nothing to stop yet
+    which = page.get_by_label("claims to run (empty = all, with the API statements)")
+    for claim in ("eager", "streaming"):  # eager needs servers of its own: done at once
+        which.click()
+        page.get_by_role("option", name=re.compile(rf"\({claim}\)$")).click()
+    expect(run).to_have_text("Run selected")
+    run.click()
+    progress, board = page.locator("#claims-progress"), page.locator("#claims-board")
+    expect(progress).to_contain_text("claim 2/2", timeout=120_000)  # eager finished
+    expect(stop).to_be_enabled()
+    stop.click()
+    expect(progress).to_contain_text("stopped after 1 of 2 claims", timeout=120_000)
+    expect(board).to_contain_text("not run (stopped)")  # streaming: cut off, said so
+    assert "Temperature 0" not in board.inner_text()  # only the claims picked
+    report = Path(re.search(r"partial report (\S+\.html)", progress.inner_text()).group(1))  # type: ignore[union-attr]
+    saved = json.loads((report.parent / "claims.json").read_text("utf-8"))
+    assert [c["id"] for c in saved["claims"]] == ["eager"] and "Stop" in saved["stopped"]
+    assert saved["api_checks"] == []  # the API statements come with the whole board only
+    assert "Stopped: after 1 of 2 claims" in report.read_text("utf-8")
+    expect(stop).to_be_disabled()
+
+
 def ms(text: str, label: str) -> float:
     m = re.search(label + r"\s+([\d,.]+) ms", text)
     assert m, text
