@@ -53,26 +53,23 @@ def build_ui(ctx: UIContext) -> gr.Blocks:
             gr.Markdown(f"⚠️ {ctx.banner}", elem_id="demo-banner")
         with gr.Tabs():
             with gr.Tab("Playground") as play:
-                playground_tab.build(ctx, demo)
+                connection = playground_tab.build(ctx, demo)
             with gr.Tab("Benchmark") as bench:
                 bench_tab.build(ctx)
             with gr.Tab("Claims") as claims:
                 claims_tab.build(ctx)
             with gr.Tab("Server") as server:
-                timer = server_tab.build(ctx)
+                timer, server_connection = server_tab.build(ctx)
         # The Server tab's status refresh (a Gradio event every 2 s) runs only while that tab
         # is open: it would otherwise keep every page's main thread busy (the stage's click ->
         # text) and send every idle visitor's page to the app.
-        for tab in (play, bench, claims, server):
-            tab.select(_timer_on if tab is server else _timer_off, None, timer, api_name=False,
-                       show_progress="hidden")
+        for tab in (play, bench, claims):
+            tab.select(_timer_off, None, timer, api_name=False, show_progress="hidden")
+        server.select(server_tab.opened, connection, [timer, server_connection],
+                      api_name=False, show_progress="hidden")
         _api(ctx)
     demo.queue(default_concurrency_limit=ctx.concurrency_limit, max_size=128)
     return demo
-
-
-def _timer_on() -> gr.Timer:
-    return gr.Timer(active=True)
 
 
 def _timer_off() -> gr.Timer:

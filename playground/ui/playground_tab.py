@@ -28,8 +28,9 @@ from playground.ui.stage import Session, Shown, Stage, record_history
 PRESENTER_JS = "() => window.qllPresenter && window.qllPresenter()"  # static/live.js
 
 
-def build(ctx: UIContext, demo: gr.Blocks) -> None:
-    """Lay out the tab inside the current gr.Blocks and wire its events."""
+def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
+    """Lay out the tab inside the current gr.Blocks and wire its events; returns the page's
+    connection line (the Server tab repeats it)."""
     session = gr.State(Session())
     with gr.Accordion("Server connection", open=False, elem_classes=["pv-hide"]), gr.Row():
         base_url = gr.Textbox(ctx.settings.base_url, label="base URL", scale=3)
@@ -293,6 +294,4 @@ def build(ctx: UIContext, demo: gr.Blocks) -> None:
 
     save_btn.click(do_save, save_inputs, [save_status, *[c.preset for c in columns]],
                    api_name=False)
-
-
-
+    return server_status

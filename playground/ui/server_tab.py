@@ -16,9 +16,11 @@ from playground.server.presets import load_server_presets
 from playground.ui.context import UIContext
 
 
-def build(ctx: UIContext) -> gr.Timer:
-    """The tab; returns its status timer, which ticks only while the tab is open (blocks)."""
+def build(ctx: UIContext) -> tuple[gr.Timer, gr.Markdown]:
+    """The tab; returns its status timer, which ticks only while the tab is open, and its
+    line naming the page's own connection, drawn when the tab opens (blocks)."""
     presets, errors = load_server_presets(ctx.settings.presets_dir)
+    connection = gr.Markdown("", elem_id="server-tab-connection")
     gr.Markdown("Start a server of this app's own with a preset from `presets/servers/`: vLLM, "
                 "or Hugging Face Transformers with the `transformers` preset (the ladder's "
                 "step A runs on it). It serves the same model as the embedded default (the "
@@ -113,4 +115,13 @@ def build(ctx: UIContext) -> gr.Timer:
                   concurrency_limit=4)
     stop.click(do_stop, [port], outs, api_name=False)
     timer.tick(tick, [port], outs, api_name=False, show_progress="hidden")
-    return timer
+    return timer, connection
+
+
+def opened(connection: str) -> tuple[gr.Timer, str]:
+    """The tab opens: its timer starts, and it says which server the page itself talks to
+    (the Playground's connection line) -- a server started here is another one."""
+    return gr.Timer(active=True), (
+        f"**This page is connected to** (Playground → Server connection): {connection}\n\n"
+        "A server started below is a different one: point a variant's base URL, or the "
+        "connection, at its URL to use it.")

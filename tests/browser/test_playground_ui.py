@@ -255,7 +255,8 @@ def test_report_opens_offline_in_chromium(browser, tmp_path) -> None:  # type: i
     ctx.close()
 
 
-def test_server_tab_starts_and_stops_a_managed_server(page: Page, app_log: Path) -> None:
+def test_server_tab_starts_and_stops_a_managed_server(page: Page, app_log: Path,
+                                                      vllm_server: str) -> None:
     from playground.server.managed import free_port
 
     port = free_port()
@@ -263,6 +264,10 @@ def test_server_tab_starts_and_stops_a_managed_server(page: Page, app_log: Path)
     page.on("request", lambda r: joins.append(json.loads(r.post_data or "{}"))
             if "/queue/join" in r.url else None)
     page.get_by_role("tab", name="Server").click()
+    # the tab names the server the page itself talks to (one started here is another one)
+    connection = page.locator("#server-tab-connection")
+    expect(connection).to_contain_text("This page is connected to")
+    expect(connection).to_contain_text(f"at {vllm_server} · healthy: True")
     pick(page, "server preset", "eager")
     page.get_by_label("port", exact=True).fill(str(port))
     page.get_by_role("button", name="Start", exact=True).click()
