@@ -194,6 +194,16 @@ def call(effect: Effect, p_adjusted: float | None = None, alpha: float = ALPHA) 
     return "lower" if effect.diff < 0 else "higher"
 
 
+@functools.lru_cache(maxsize=8)
+def least_n(alpha: float = ALPHA, kind: Kind = "time") -> int | None:
+    """The fewest samples per side with which any data can be called at `alpha` (completely
+    separated samples; a family of several comparisons needs more: Holm); None past 60."""
+    return next((n for n in range(2, 61) if min_p(n, n, kind) <= alpha), None)
+
+
 def too_few_text(effect: Effect, alpha: float = ALPHA) -> str:
+    least = least_n(alpha, effect.kind)
+    need = (f"; a call needs at least {least} per side, more when several comparisons share "
+            "the run" if least else "")
     return (f"too few samples (n={effect.n_baseline} vs {effect.n_variant}: the best p-value "
-            f"any such data can reach is {effect.min_p:.2f} > {alpha})")
+            f"any such data can reach is {effect.min_p:.2f} > {alpha}{need})")

@@ -96,4 +96,11 @@ def grid(rows: Sequence[RequestRecord]) -> list[dict[str, Any]]:
         cell["guided_overhead_tpot_ms"] = (
             None if not cell["guided_json"] or free is None or cell["tpot_ms"] is None
             else cell["tpot_ms"] - free)
+        cell["guided_overhead_note"] = ""
+        answered = cell["n"] - cell["failed"]
+        if cell["guided_json"] and cell["thinking"] and answered and cell["cut_off"] == answered:
+            # the grammar applies only once reasoning ends: it never did in this cell
+            cell["guided_overhead_tpot_ms"] = None
+            cell["guided_overhead_note"] = ("not applicable (grammar never applied: thinking "
+                                            "cut off)")
     return out

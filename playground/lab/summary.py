@@ -63,10 +63,11 @@ def verdict_text(label: str, names: tuple[str, str], effect: Effect, decided: Ca
     """One benchmark comparison in words (variant vs baseline), from lab/calls' rule."""
     base, other = names
     if decided == "not measurable":
-        return f"{label}: not enough data (n={effect.n_baseline} vs {effect.n_variant})"
+        return (f"{label}, {other} vs {base}: not enough data (n={effect.n_baseline} vs "
+                f"{effect.n_variant})")
     assert effect.diff is not None and effect.p_value is not None
     if decided == "too few samples":
-        return f"{label}: {too_few_text(effect)}"
+        return f"{label}, {other} vs {base}: {too_few_text(effect)}"
     ci = ""
     if effect.change_ci is not None:
         ci = f"95% CI {effect.change_ci[0]:+.0f}% to {effect.change_ci[1]:+.0f}%, "

@@ -99,12 +99,15 @@ def why_rows(summary: dict[str, Any]) -> list[list[str]]:
     return out
 
 
+def _per_token(ms_value: float | None) -> str:
+    return "-" if ms_value is None else f"{ms_value:+.2f} ms/token"
+
+
 def grid_rows(cells: Sequence[dict[str, Any]]) -> list[list[str]]:
     return [["on" if c["thinking"] else "off", "on" if c["guided_json"] else "off",
              str(c["n"]), str(c["failed"]), pct(c["json_valid_pct"]),
              pct(c["schema_valid_pct"]), ms(c["ttfa_ms"]), ms(c["e2e_ms"]), ms(c["tpot_ms"]),
-             "-" if c["guided_overhead_tpot_ms"] is None else
-             f"{c['guided_overhead_tpot_ms']:+.2f} ms/token",
+             c.get("guided_overhead_note") or _per_token(c["guided_overhead_tpot_ms"]),
              f"{c['cut_off']}/{c['n'] - c['failed']}" if c["thinking"] else "-"]
             for c in cells]
 

@@ -109,6 +109,13 @@ def test_verdicts_clear_win_loss_and_noise() -> None:
     assert "not enough data" in verdict([1.0], [2.0], ("A", "B"))
 
 
+def test_a_verdict_without_a_call_names_its_pair_and_what_a_call_needs() -> None:
+    few = verdict([100.0, 101, 102, 103], [50.0, 51, 52, 53], ("seed", "fast"))
+    assert few.startswith("E2E, fast vs seed: too few samples (n=4 vs 4")
+    assert "a call needs at least 5 per side" in few  # min p at 4 vs 4 is 0.057 > 0.05
+    assert verdict([1.0], [2.0], ("seed", "fast")).startswith("E2E, fast vs seed: not enough")
+
+
 SERVER = {"queue_time_ms": 1.0, "time_to_first_token_ms": 4.0}
 
 

@@ -13,6 +13,7 @@ from playground.core.scoring import thinking_cut_off
 from playground.lab.insight import definitions, goodput, grid
 from playground.lab.summary import server_share
 from playground.outputs.html import phase_bar
+from playground.outputs.tables import grid_rows
 from playground.server.floor import (
     GPU_BANDWIDTH,
     QWEN3_0_6B,
@@ -147,3 +148,19 @@ def test_grid_cells_validity_overhead_and_cut_off_thinking() -> None:
     assert cells[(False, True)]["guided_overhead_tpot_ms"] == pytest.approx(overhead)
     assert cells[(True, False)]["cut_off"] == 1 and cells[(True, True)]["cut_off"] == 1
     assert not thinking_cut_off(False, rows[0].content)
+
+
+def test_guided_overhead_is_not_applicable_where_the_grammar_never_applied() -> None:
+    """vLLM applies the grammar once reasoning ends: a cell whose thinking was cut off every
+    time never ran it, so its TPOT says nothing about guided decoding."""
+    rows = [rec("t-free", 80, 3000, thinking=True, content="fine"),
+            rec("t-guided", 80, 2000, thinking=True, guided=True, content="<think> x",
+                valid=False),
+            rec("free", 50, 900), rec("guided", 50, 500, guided=True)]
+    cells = {(c["thinking"], c["guided_json"]): c for c in grid(rows)}
+    cut = cells[(True, True)]
+    assert cut["guided_overhead_tpot_ms"] is None
+    assert cut["guided_overhead_note"] == "not applicable (grammar never applied: thinking cut off)"
+    assert cells[(False, True)]["guided_overhead_tpot_ms"] is not None  # applied: measured
+    shown = {(r[0], r[1]): r[9] for r in grid_rows(list(cells.values()))}
+    assert shown[("on", "on")].startswith("not applicable") and "ms/token" in shown[("off", "on")]
