@@ -83,12 +83,20 @@ def _shift_interval(a: np.ndarray, b: np.ndarray, center: Center, alpha: float
     def accepted(d: float) -> bool:
         return _p(a, b - d, center) > alpha
 
+    return invert(accepted, est, far)
+
+
+def invert(accepted: Callable[[float], bool], est: float, far: float, steps: int = _BISECT
+           ) -> Interval | None:
+    """Test inversion: the shifts d around the estimate `est` (where the test accepts) that
+    `accepted` keeps, each edge found by bisection; None when even est +- far is accepted (no
+    data of this size rejects anything)."""
     if accepted(est + far) or accepted(est - far):
         return None
 
     def edge(outside: float) -> float:
         inside = est  # p = 1 at the estimate itself
-        for _ in range(_BISECT):
+        for _ in range(steps):
             mid = (inside + outside) / 2
             if accepted(mid):
                 inside = mid

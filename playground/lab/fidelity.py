@@ -1,9 +1,14 @@
 """Fidelity analysis: one reader's numbers against vllm bench serve's on the same server, block by
-block, with vllm bench's own block-to-block spread as the control (docs/load.md).
+block (docs/load.md).
 
-A ratio is judged against the 5% target only when the run can resolve it: if vllm bench's blocks
-land further apart from each other than the two readers do, the difference is "not resolved"
-(this run cannot tell), never "within" or "outside".
+The blocks of the readers were run interleaved (benchmarks/fidelity.py rotates their order), so
+block i of a reader and block i of vllm bench form a pair. Each number (TTFT, TPOT, ITL p50/p99,
+req/s) is judged on its per-block values with lab/paired: the ratio reader / vllm bench, its 95%
+interval from a sign-flip test over the pairs, and one of three verdicts -- "within 5%" only
+when the whole interval lies inside 0.95-1.05 (throughput: at least 0.95), "outside 5%" only
+when it lies wholly outside, otherwise "not resolved at this n" with about how many pairs would
+resolve it. The point ratio of the pooled rows is shown next to it, never judged alone.
+vllm bench's own block-to-block spread is kept as a description of the run.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from playground.lab.paired import PairedRatio, judge, paired_ratio, pairs_needed
 from playground.lab.sweep import METRICS, summarise
 
 REFERENCE = "vllm-bench"
@@ -30,16 +36,13 @@ def spread(blocks: Sequence[dict[str, Any]], key: str) -> float | None:
     return (vals[-1] - vals[0]) / mid if mid else None
 
 
-def verdict(key: str, ratio: float | None, aa: float | None) -> str:
-    if ratio is None:
-        return "no data"
-    off = ratio - 1
-    ok = off >= -TARGET if key == "req_per_s" else abs(off) <= TARGET
-    if ok:
-        return "within 5%"
-    if aa is not None and abs(off) <= aa:
-        return f"not resolved (vllm bench's own blocks spread {100 * aa:.0f}%)"
-    return "outside 5%"
+def verdict(key: str, reference: Sequence[float | None], reader: Sequence[float | None]
+            ) -> tuple[str, PairedRatio]:
+    """The verdict on one number from its per-block values (pairs in block order)."""
+    one_sided = key == "req_per_s"  # throughput: at least 95% of vllm bench's
+    got = paired_ratio(reference, reader)
+    needed = pairs_needed(reference, reader, TARGET, one_sided=one_sided)
+    return judge(got, TARGET, one_sided=one_sided, needed=needed), got
 
 
 def level(concurrency: int, blocks: dict[str, list[Block]], **extra: Any) -> dict[str, Any]:
@@ -60,7 +63,12 @@ def level(concurrency: int, blocks: dict[str, list[Block]], **extra: Any) -> dic
         ratios = {k: (out[tool][k] / ref[k] if out[tool].get(k) is not None and ref.get(k)
                       else None) for k in KEYS}
         out[f"{tool}_vs_vllm_bench"] = ratios
-        out[f"{tool}_verdicts"] = {k: verdict(k, ratios[k], aa[k]) for k in KEYS}
+        judged = {k: verdict(k, [b.get(k) for b in out[f"{REFERENCE}_blocks"]],
+                             [b.get(k) for b in out[f"{tool}_blocks"]]) for k in KEYS}
+        out[f"{tool}_verdicts"] = {k: v for k, (v, _) in judged.items()}
+        out[f"{tool}_paired"] = {k: {"pairs": r.n_pairs, "ratio": r.ratio,
+                                     "ci95": list(r.ci) if r.ci else None, "p": r.p_value}
+                                 for k, (_, r) in judged.items()}
         out[f"{tool}_within_target"] = all(v == "within 5%"
                                            for v in out[f"{tool}_verdicts"].values())
     return out
