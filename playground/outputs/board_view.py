@@ -24,7 +24,10 @@ def _ours(x: dict[str, Any] | None) -> str:
     if x["unit"] == "pp":
         return (f"{x['baseline_value']:.0f}% -> {x['variant_value']:.0f}% "
                 f"({x['change']:+.0f} pp{ci})")
-    return (f"{x['baseline_value']:,.0f} -> {x['variant_value']:,.0f} ms "
+    # below 10 ms one decimal: "2 -> 25" would read as 12.5x where the data say 10.8x
+    pair = (x["baseline_value"], x["variant_value"])
+    digits = 1 if min(abs(v) for v in pair) < 10 else 0
+    return (f"{pair[0]:,.{digits}f} -> {pair[1]:,.{digits}f} ms "
             f"({x['change']:+.0f}%{ci})")
 
 

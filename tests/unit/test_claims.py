@@ -163,6 +163,16 @@ def test_board_rows_markdown_and_report_from_results_alone() -> None:
     assert "Method, in plain words" in page and "RANDOM weights" in page
 
 
+def test_times_below_10_ms_keep_a_decimal_so_the_implied_ratio_holds() -> None:
+    """The H200 eager row read "TPOT 2 -> 25 ms" (12.5x) where the data say 2.29 -> 24.82."""
+    board = synthetic_board()
+    check = board["claims"][0]["checks"][0]
+    check.update(baseline_value=2.29, variant_value=24.82, change=983.8)
+    assert "2.3 -> 24.8 ms (+984%" in board_rows(board)[0][3]
+    check.update(baseline_value=1000.4, variant_value=300.2, change=-70.0)
+    assert "1,000 -> 300 ms" in board_rows(board)[0][3]
+
+
 def test_report_escapes_what_a_file_or_a_model_wrote() -> None:
     board = synthetic_board()
     board["claims"][0]["quote"] = "<script>alert(1)</script>"
