@@ -19,6 +19,9 @@ CSS = """
 .hl-label { font-size: 0.8em; color: #666; }
 .hl-cmp { font-weight: 600; color: #2e7d32; }
 .stale { opacity: 0.25; }
+.hl-replay { font-weight: 600; color: #7c3aed; margin-bottom: 4px; }
+#server-status[data-replay]::before { font-weight: 600; color: #7c3aed;
+  content: "▶ " attr(data-replay) ": the numbers below are recorded, not this server's · "; }
 .plot-title { font-weight: 600; color: #555; margin-top: 6px; }
 .ladder-table td, .ladder-table th { padding: 2px 10px; }
 /* what the live channel rewrites is laid out and painted on its own: a status line, the

@@ -14,6 +14,7 @@ PHASES = "phases-"
 CODE_CURL = "code-curl-"
 # per page
 PROMPT = "prompt"  # the prompt box (its textarea): a click on Run sends its text along
+CONNECTION = "server-status"  # the connection line (data-replay while a replay is shown)
 HEADLINE = "hl-live"  # the presenter's headline row
 TIMELINE = "tl-live"  # the token timeline
 BARS = "bars-live"  # the latency bars
@@ -38,4 +39,4 @@ def for_script() -> dict[str, str]:
             "timeline": TIMELINE, "bars": BARS, "presenterToggle": PRESENTER_TOGGLE,
             "liveRoute": LIVE_ROUTE, "run": STAGE_RUN, "stop": STAGE_STOP,
             "note": STAGE_NOTE, "handover": HANDOVER, "stageRoute": STAGE_ROUTE,
-            "prompt": PROMPT}
+            "prompt": PROMPT, "connection": CONNECTION}

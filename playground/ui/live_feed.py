@@ -57,6 +57,7 @@ class LiveMessage(TypedDict, total=False):
     headline: str  # the presenter's headline row (HTML)
     timeline: str  # the token timeline (SVG)
     bars: str  # the latency bars (SVG; the run's last message)
+    replay: str  # with the views: a replay's label, "" for a live run (the connection line)
     end: bool  # the run is over
     handover: bool  # with `end`, for a run started by the stage's Run: fetch its results
     sent_at: float  # wall-clock send time: an instrumented app only (benchmarks/ui_fidelity)
@@ -76,6 +77,7 @@ class Feed:
     channel: Channel | None = None  # the page's connection (None: a malformed token)
     show_reasoning: bool = False  # the page shows reasoning: the headline counts it
     handover: bool = False  # a stage Run: its end asks the page to fetch the results
+    replay: str = ""  # a replay's label ("replay of <recording> (<machine>, <date>)"); "" live
 
     def finish(self) -> None:
         self.done = True
@@ -196,11 +198,13 @@ def _views(feed: Feed, final: bool) -> LiveMessage:
     """Status lines, headline and timeline (and, at the end, the latency bars)."""
     now = time.perf_counter()
     status = {str(col): escape(note) for col, note in feed.notes.items()}
-    status.update({str(col): "" if final else status_html(rec, now, feed.started)
+    status.update({str(col): "" if final else status_html(rec, now, feed.started,
+                                                          replay=bool(feed.replay))
                    for rec, col in zip(feed.recs, feed.where, strict=False)})
     out = LiveMessage(status=status,
-                      headline=headline_html(feed.recs, now, feed.show_reasoning),
-                      timeline=live_timeline(feed.recs, now))
+                      headline=headline_html(feed.recs, now, feed.show_reasoning,
+                                             replay=feed.replay),
+                      timeline=live_timeline(feed.recs, now), replay=feed.replay)
     if final:
         out["bars"] = latency_bars(feed.recs)
     return out

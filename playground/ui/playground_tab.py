@@ -38,7 +38,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
                              type="password", scale=2)
         model = gr.Dropdown([], label="model", allow_custom_value=True, scale=2)
         connect = gr.Button("Connect", scale=1)
-    server_status = gr.Markdown("_connecting…_", elem_id="server-status",
+    server_status = gr.Markdown("_connecting…_", elem_id=ids.CONNECTION,
                                 elem_classes=["pv-hide"])
     warm_status = gr.Markdown(ctx.warm.text(), elem_id="warmup-status")
     warm_timer = gr.Timer(1.0, active=ctx.warm.warming)

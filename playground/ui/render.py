@@ -121,12 +121,13 @@ HEADLINE_LABEL = {False: "first answer character", True: "first character (reaso
 
 
 def headline_html(recs: Sequence[Recording], now: float | None = None,
-                  show_reasoning: bool = False) -> str:
+                  show_reasoning: bool = False, replay: str = "") -> str:
     """The presenter's row: per column, in large type, when the first character the audience
     sees appeared, the E2E and how it compares with column 1 (the first column is the
     baseline). By default that is the first ANSWER character (the reasoning panels are
     collapsed); with `show_reasoning` (the page opens them) reasoning counts too. A column
-    that ended with no answer says so and is compared with nothing."""
+    that ended with no answer says so and is compared with nothing. A replay says so above
+    the cards (`replay`: its label), so the presenter view never passes it off as live."""
     if not recs:
         return ""
     label = HEADLINE_LABEL[show_reasoning]
@@ -157,13 +158,24 @@ def headline_html(recs: Sequence[Recording], now: float | None = None,
             f'{escape(r.variant.name)}</div><div class="hl-big">{big}</div>'
             f'<div class="hl-label">{label}</div>'
             f'<div class="hl-small">{small}</div><div class="hl-cmp">{cmp}</div></div>')
-    return f'<div class="hl-row" id="headline-row">{"".join(cards)}</div>'
+    row = f'<div class="hl-row" id="headline-row">{"".join(cards)}</div>'
+    return (f'<div class="hl-replay">▶ {escape(replay)}: recorded numbers, not this '
+            f'server\'s</div>{row}' if replay else row)
 
 
-def status_html(rec: Recording, now: float | None = None, started: float | None = None
-                ) -> str:
+def status_html(rec: Recording, now: float | None = None, started: float | None = None,
+                replay: bool = False) -> str:
     """The one-line live status of a column while its run streams (the live feed's);
-    `started`: when the run began (a request counts as sent once the server answers)."""
+    `started`: when the run began (a request counts as sent once the server answers).
+    A replay's line says so and never waits for a server."""
+    if replay:
+        return "▶ replay · " + _status(rec, now, started).replace(
+            "waiting for the server…", "the recording's request is not sent yet…").replace(
+            " since Run", " since Replay")
+    return _status(rec, now, started)
+
+
+def _status(rec: Recording, now: float | None, started: float | None) -> str:
     now = time.perf_counter() if now is None else now
     t0 = rec.raw.t_send
     elapsed = "" if t0 is None else f" · {now - t0:.1f} s"

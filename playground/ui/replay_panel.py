@@ -45,6 +45,14 @@ def recording_choices(ctx: UIContext, owner: str = "") -> list[str]:
     return [str(p) for p in [*shipped, *saved, *runs]]
 
 
+def replay_label(rec: RecordingFile) -> str:
+    """"replay of <recording> (<machine>, <date>)": what every number of a replay carries."""
+    machine = str(rec.environment.get("accelerator") or "machine not recorded")
+    machine = "CPU only" if machine.startswith("none") else machine.split(" (")[0]
+    when = (rec.created or "date not recorded")[:10]
+    return f"replay of {rec.title[:120]} ({machine[:60]}, {when})"
+
+
 def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: Any,
           ladder_view: tuple[list[Any], Callable[[Session], list[Any]]], *,
           open_: bool = False) -> tuple[Any, Callable[..., Any]]:
@@ -116,7 +124,7 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
             return [gr.skip()] * len(stage.live_outputs())
         recs = recordings(rec)
         shown = Shown("replay", recs=recs, where=list(range(len(recs))),
-                      floor_ms=rec.environment.get("floor_ms"))
+                      floor_ms=rec.environment.get("floor_ms"), label=replay_label(rec))
         steps = from_environment(rec.environment, recs)
         if steps is not None:  # a played ladder: its skipped steps keep their columns
             shown.ladder, shown.ladder_slots = steps
@@ -127,6 +135,14 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
         return await stage.play(sess, shown, play(rec, recs, speed=float(rate)), ctx.measure,
                                 frame, who=ctx.visitor(request))
 
+    def ended(sess: Session, text: str) -> Any:
+        """The panel's line, once the replay is over: it no longer says "replaying"."""
+        shown = sess.shown
+        if shown is None or shown.kind != "replay" or not shown.label or not text:
+            return gr.skip()
+        return (text.replace("▶️ **replaying**", "⏹ **replay ended**:", 1) + "\n\nEvery "
+                "number on the page is recorded, not measured now; Run measures live.")
+
     replay_btn.click(do_head, [pick, upload, speed, session], head_outputs, api_name=False,
                      queue=False)
     replay_btn.click(do_play, [stage.token, pick, upload, speed, session],
@@ -136,7 +152,9 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
                      ).then(stage.final_values, session, stage.final_outputs(),
                             api_name=False, show_progress="hidden"
                             ).then(ladder_view[1], session, ladder_view[0], api_name=False,
-                                   show_progress="hidden")
+                                   show_progress="hidden"
+                                   ).then(ended, [session, info], info, api_name=False,
+                                          show_progress="hidden")
     stop_btn.click(lambda sess: sess.stop(), session, None, api_name=False, queue=False)
 
     def do_save(sess: Any, request: gr.Request) -> list[Any]:

@@ -26,6 +26,7 @@ from playground.core.record import RequestRecord
 from playground.core.runner import Recording
 from playground.core.warmup import cold_hint
 from playground.outputs import live_svg
+from playground.outputs.fmt import md_text
 from playground.ui.live import LiveFrame, LiveRun, submit, until_done
 from playground.ui.live_feed import Feeds
 from playground.ui.render import badge_md, error_md, phases_html
@@ -47,6 +48,7 @@ class Shown:
     cold: bool = False
     ladder: str | None = None  # a ladder's name: its steps, and the runs among them
     ladder_slots: list[Recording | str] | None = None
+    label: str = ""  # a replay: "replay of <recording> (<machine>, <date>)", wherever it shows
 
 
 @dataclass
@@ -135,6 +137,7 @@ class Stage:
         if feed is not None:
             feed.notes = {col: _plain(text) for col, text in shown.errors.items()}
             feed.recs, feed.where = shown.recs, shown.where
+            feed.replay = shown.label
         run = submit(measure, work)
         if feed is not None:
             feed.on_close = run.stop  # the tab closed mid-run: vLLM aborts its requests
@@ -155,7 +158,8 @@ class Stage:
                 feed.finish()
             if sess.active is run:
                 sess.active = None
-        notes = [(COLD_NOTE if shown.cold else "") + _hint(r) for r in shown.recs]
+        label = f"▶️ *{md_text(shown.label)}* · " if shown.label else ""
+        notes = [label + (COLD_NOTE if shown.cold else "") + _hint(r) for r in shown.recs]
         return frame.final(shown.recs, shown.where, floor_ms=shown.floor_ms, notes=notes)
 
     def final_values(self, sess: Session) -> list[Any]:

@@ -126,3 +126,11 @@ def test_replay_restreams_both_columns_in_recorded_order_and_pace(page: Page,
     assert ms(fast_text, "TTFT") < ms(slow_text, "E2E")
     assert fast.metrics.ttft_ms < slow.metrics.e2e_ms  # type: ignore[operator]
     assert "non-streaming" in slow_text
+    # every number says it is a replay: each column, the headline, the connection line; and
+    # the panel says when it is over
+    label = "replay of synthetic ("
+    assert label in fast_text and label in slow_text
+    expect(page.locator("#hl-live")).to_contain_text(label)
+    assert label in (page.locator("#server-status").get_attribute("data-replay") or "")
+    expect(page.locator("#replay-info")).to_contain_text("replay ended: synthetic",
+                                                         timeout=30_000)

@@ -37,7 +37,8 @@ pytestmark = pytest.mark.browser
 BODY = (f'<div id="{ids.col(ids.ANSWER, 0)}"><textarea></textarea></div>'
         f'<div id="{ids.col(ids.LIVE_STATUS, 0)}" class="live-status"></div>'
         f'<div id="{ids.HEADLINE}"></div><div id="{ids.TIMELINE}"></div>'
-        f'<div id="{ids.BARS}"></div><button id="{ids.STAGE_STOP}" disabled>Stop</button>')
+        f'<div id="{ids.BARS}"></div><button id="{ids.STAGE_STOP}" disabled>Stop</button>'
+        f'<div id="{ids.CONNECTION}">vLLM at http://127.0.0.1:8000/v1</div>')
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +91,7 @@ def test_text_is_painted_while_the_run_goes_on_and_the_views_follow(
     expect(page.locator(f"#{ids.col(ids.LIVE_STATUS, 0)}")).to_contain_text("running")
     expect(page.locator(f"#{ids.HEADLINE}")).to_contain_text("first answer character")
     assert not feed.done and rec.status == "running"
+    assert page.locator(f"#{ids.CONNECTION}").get_attribute("data-replay") is None  # live
     rec.feed(Event("chunk", time.perf_counter(), content="world"))
     expect(box).to_have_value("Hello world", timeout=10_000)
     # a box follows its end while text arrives, unless its reader scrolled up
@@ -145,6 +147,9 @@ def test_text_is_painted_while_the_run_goes_on_and_the_views_follow(
     expect(page.locator(".stale")).to_have_count(0, timeout=10_000)
 
 
+LABEL = "replay of scripted (CPU only, 2026-12-05)"
+
+
 class Dial:
     """Scripted time for the replay producer (lab/replay.play's clock and sleep): it stands
     still until the test turns it, so what a page shows at a given moment of the recording
@@ -173,7 +178,7 @@ def replay_on(url: str, feeds: Feeds, page: Page, speed: float, dial: Dial,
                                                        (101.0, "c")], 101.0)])
     recs = recordings(rec)
     feed = feeds.open(token)
-    feed.recs, feed.where = recs, [0]
+    feed.recs, feed.where, feed.replay = recs, [0], LABEL
     future = asyncio.run_coroutine_threadsafe(
         play(rec, recs, speed=speed, clock=dial.clock, sleep=dial.sleep), loop)
     deadline = time.monotonic() + 30  # started (its "sent" fed): its clock reads the dial's 0
@@ -213,7 +218,13 @@ def test_the_replay_speed_sets_the_pace_and_stop_keeps_what_was_shown(
         expect(slow_box).to_have_value("a", timeout=10_000)
         assert not slow_run.future.done() and fast_run.future.result(timeout=10)
         fast.finish()
-        expect(slow_page.locator(f"#{ids.col(ids.LIVE_STATUS, 0)}")).to_contain_text("running")
+        status = slow_page.locator(f"#{ids.col(ids.LIVE_STATUS, 0)}")
+        expect(status).to_contain_text("running")
+        # a replay says so wherever its numbers appear: the status line, the headline, the
+        # connection line
+        expect(status).to_contain_text("▶ replay · ")
+        expect(slow_page.locator(f"#{ids.HEADLINE}")).to_contain_text(LABEL)
+        assert slow_page.locator(f"#{ids.CONNECTION}").get_attribute("data-replay") == LABEL
         slow_run.stop()  # Stop
         slow.finish()
         dial.now = 5.0  # past the recording's end: nothing more may come

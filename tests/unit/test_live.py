@@ -77,6 +77,22 @@ def test_the_feed_streams_appended_text_views_and_an_end() -> None:
     assert "first answer character" in final["headline"] and "<svg" in final["timeline"]
     assert "TTFT" in final["bars"] and final["status"] == {"0": "", "2": ""}  # status cleared
     assert all("sent_at" in ev for ev in evs[:-1])  # when each was sent (instrumented)
+    assert all(ev["replay"] == "" for ev in evs if "headline" in ev)  # live: no replay label
+
+
+def test_a_replay_says_so_in_every_view_and_never_waits_for_a_server() -> None:
+    from playground.ui.live_feed import _views
+
+    v = Variant(name="r", stream=True, thinking=False, max_tokens=8)
+    waiting = Recording(v, build(v, "hi", "m"), "http://rec/v1", RawTimings(streaming=True))
+    label = "replay of H200: seed default vs all optimizations (NVIDIA H200, 2026-12-03)"
+    views = _views(Feed(recs=[waiting], where=[0], replay=label), final=False)
+    assert views["replay"] == label
+    assert views["status"]["0"].startswith("▶ replay · ")
+    assert "waiting for the server" not in views["status"]["0"]
+    assert label in views["headline"] and "recorded numbers" in views["headline"]
+    live = _views(Feed(recs=[waiting], where=[0]), final=False)
+    assert "waiting for the server" in live["status"]["0"] and live["replay"] == ""
 
 
 def test_a_page_channel_follows_its_runs_and_a_bad_token_follows_nothing() -> None:

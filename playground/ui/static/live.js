@@ -11,6 +11,8 @@
 //   headline  html                               the presenter's headline row
 //   timeline  html (svg)                         the token timeline
 //   bars      html (svg)                         the latency bars (the run's last message)
+//   replay    label or ''                        a replay's label ('' for a live run): the
+//                                                connection line says the numbers are recorded
 //   end       true                               the run is over
 //   handover  true                               (with end) a stage Run: fetch its results
 //   sent_at   seconds (wall clock)               only from an instrumented app (benchmarks)
@@ -110,6 +112,13 @@
       if (box && box.value !== full) {
         box.value = full;
         follow.add(box);
+      }
+    }
+    if (typeof d.replay === 'string') {  // the connection line (#server-status, Gradio's)
+      const c = document.getElementById(ids.connection);
+      if (c && (c.dataset.replay || '') !== d.replay) {
+        if (d.replay) c.dataset.replay = d.replay;
+        else delete c.dataset.replay;
       }
     }
     for (const [col, markup] of Object.entries(d.status || {})) html[ids.status + col] = markup;
