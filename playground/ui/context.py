@@ -88,6 +88,10 @@ class RunLog:
             self.store(rec)
 
 
+REPLAY_ONLY = ("Run needs a vLLM server, and this page has none (replay mode): replay a "
+               "recording instead -- one click each, below Run")
+
+
 @dataclass
 class UIContext:
     settings: Settings
@@ -127,7 +131,8 @@ class UIContext:
                 return "this page has no Playground tab"
             return await self.start_run(plan, token, who)
 
-        out = [self.feeds.route(), *run_route.routes(self.plans, start, self.visitor)]
+        out = [self.feeds.route(), *run_route.routes(self.plans, start, self.visitor,
+                                                     REPLAY_ONLY if self.replay_only else "")]
         if self.settings.ui_instrument:  # benchmarks/ui_fidelity's plain-page control
             from playground.ui import plain_page
 

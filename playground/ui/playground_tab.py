@@ -21,9 +21,9 @@ from playground.server.http import aserver_info
 from playground.ui import ids, ladder_panel, replay_panel
 from playground.ui.column_view import column, read_variant, wire_column
 from playground.ui.columns import MAX_COLUMNS
-from playground.ui.context import UIContext, owner_of
+from playground.ui.context import REPLAY_ONLY, UIContext, owner_of
 from playground.ui.run_route import SYNC_JS, Plan
-from playground.ui.stage import Session, Shown, Stage, record_history
+from playground.ui.stage import Session, Shown, Stage, record_history, stage_buttons
 
 PRESENTER_JS = "() => window.qllPresenter && window.qllPresenter()"  # static/live.js
 
@@ -63,13 +63,10 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
                                      "counts reasoning as visible (off: the first answer "
                                      "character)")
         # the stage's buttons: plain buttons the page script sends straight to the app
-        gr.HTML(f'<div class="stage-buttons"><button id="{ids.STAGE_RUN}" type="button" '
-                f'class="stage-btn stage-run">Run</button><button id="{ids.STAGE_STOP}" '
-                f'type="button" class="stage-btn stage-stop" disabled>Stop</button></div>'
-                f'<div id="{ids.STAGE_NOTE}" class="stage-note"></div>', scale=1,
-                padding=False)
+        gr.HTML(stage_buttons(REPLAY_ONLY if ctx.replay_only else ""), scale=1, padding=False)
         handover = gr.Button("hand over", elem_id=ids.HANDOVER, elem_classes=["stage-hidden"])
         presenter = gr.Button("Presenter view", scale=1, elem_id=ids.PRESENTER_TOGGLE)
+    quick = gr.Row(visible=ctx.replay_only, elem_id="quick-replays")  # replay mode: Run's place
     # Written by the live feed only (never a Gradio value, so Gradio never redraws them).
     gr.HTML(f'<div id="{ids.HEADLINE}"></div>', elem_id="headline")
     token = gr.Textbox("", visible=False)
@@ -86,7 +83,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
                   limit=ctx.concurrency_limit)
     view = ladder_panel.build(ctx, stage, session, n_columns, prompt, base_url, api_key, model)
     replays, refresh_replays = replay_panel.build(ctx, stage, n_columns, prompt, session, view,
-                                                  open_=ctx.replay_only)
+                                                  quick, open_=ctx.replay_only)
     with gr.Accordion("Save columns as a preset", open=False, elem_classes=["pv-hide"]):
         with gr.Row():
             save_col = gr.Dropdown([str(i + 1) for i in range(MAX_COLUMNS)], value="1",

@@ -54,10 +54,11 @@ def replay_label(rec: RecordingFile) -> str:
 
 
 def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: Any,
-          ladder_view: tuple[list[Any], Callable[[Session], list[Any]]], *,
+          ladder_view: tuple[list[Any], Callable[[Session], list[Any]]], quick: Any, *,
           open_: bool = False) -> tuple[Any, Callable[..., Any]]:
-    """Lay out the panel; returns the recording list and the handler that refreshes it with
-    the visitor's own runs (chained after each run)."""
+    """Lay out the panel (and, inside `quick`, one button per shipped recording: replay mode
+    shows them where Run would be); returns the recording list and the handler that refreshes
+    it with the visitor's own runs (chained after each run)."""
     columns = stage.columns
     choices = recording_choices(ctx)
     with gr.Accordion("Replay a recording (no server needed)", open=open_,
@@ -143,18 +144,34 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
         return (text.replace("▶️ **replaying**", "⏹ **replay ended**:", 1) + "\n\nEvery "
                 "number on the page is recorded, not measured now; Run measures live.")
 
-    replay_btn.click(do_head, [pick, upload, speed, session], head_outputs, api_name=False,
-                     queue=False)
-    replay_btn.click(do_play, [stage.token, pick, upload, speed, session],
-                     stage.live_outputs(), api_name=False,  # preprocessed: the upload's
-                     postprocess=False, show_progress="hidden", js=FOLLOW_JS,  # path is
-                     queue=False  # checked by Gradio, the pick against its choices
-                     ).then(stage.final_values, session, stage.final_outputs(),
-                            api_name=False, show_progress="hidden"
-                            ).then(ladder_view[1], session, ladder_view[0], api_name=False,
-                                   show_progress="hidden"
-                                   ).then(ended, [session, info], info, api_name=False,
-                                          show_progress="hidden")
+    def wire(listen: Callable[..., Any], source: Any) -> None:
+        """The replay of what `pick` and `source` (the upload, or nothing) name, on `listen`:
+        the head and the playback, then the final values, the ladder's view, the end."""
+        listen(do_head, [pick, source, speed, session], head_outputs, api_name=False,
+               queue=False)
+        listen(do_play, [stage.token, pick, source, speed, session],
+               stage.live_outputs(), api_name=False,  # preprocessed: the upload's path is
+               postprocess=False, show_progress="hidden", js=FOLLOW_JS,  # checked by Gradio,
+               queue=False  # the pick against its choices
+               ).then(stage.final_values, session, stage.final_outputs(), api_name=False,
+                      show_progress="hidden"
+                      ).then(ladder_view[1], session, ladder_view[0], api_name=False,
+                             show_progress="hidden"
+                             ).then(ended, [session, info], info, api_name=False,
+                                    show_progress="hidden")
+
+    wire(replay_btn.click, upload)
+    nothing = gr.State(None)
+    with quick:  # one click each: the shipped recordings
+        for path in [c for c in choices if Path(c).parent == ctx.settings.presets_dir
+                     / "recordings"]:
+            try:
+                title = load(Path(path)).title
+            except PlaygroundError:
+                continue
+            chosen = gr.Button(f"▶ {title}", size="sm", elem_classes=["quick-replay"])
+            wire(chosen.click(lambda p=path: p, None, pick, api_name=False, queue=False).then,
+                 nothing)
     stop_btn.click(lambda sess: sess.stop(), session, None, api_name=False, queue=False)
 
     def do_save(sess: Any, request: gr.Request) -> list[Any]:

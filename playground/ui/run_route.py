@@ -112,14 +112,18 @@ class Plans:
         return self._plans.get(token)
 
 
-def routes(plans: Plans, start: Starter, visitor: Callable[[Request], str]) -> list[Route]:
+def routes(plans: Plans, start: Starter, visitor: Callable[[Request], str],
+           closed: str = "") -> list[Route]:
     """`stage/run/<token>` and `stage/stop/<token>` (POST). `start(plan, token, who)` starts
-    the run and returns None, or why it did not start."""
+    the run and returns None, or why it did not start; `closed`: why no run can start here at
+    all (replay mode), answered before anything else is read."""
 
     async def run(request: Request) -> Response:
         token = request.path_params.get("token", "")
         if not logged_in(request):
             return JSONResponse({"error": "not logged in"}, status_code=401)
+        if closed:
+            return JSONResponse({"error": closed}, status_code=409)
         if not TOKEN_RE.fullmatch(token):
             return JSONResponse({"error": "bad page token"}, status_code=400)
         raw = b""

@@ -27,6 +27,7 @@ from playground.core.runner import Recording
 from playground.core.warmup import cold_hint
 from playground.outputs import live_svg
 from playground.outputs.fmt import md_text
+from playground.ui import ids
 from playground.ui.live import LiveFrame, LiveRun, submit, until_done
 from playground.ui.live_feed import Feeds
 from playground.ui.render import badge_md, error_md, phases_html
@@ -188,6 +189,17 @@ class Stage:
             hist_table = [[h["run"], h["variant"], _r(h["ttft_ms"]), _r(h["e2e_ms"]),
                            h["tokens"]] for h in sess.history]
         return [*errors, *badges, *phases, *code_py, *code_curl, hist_plot, hist_table]
+
+
+def stage_buttons(disabled_because: str = "") -> str:
+    """The stage's Run and Stop: plain buttons the page script sends straight to the app
+    (static/live.js). With a reason (replay mode), Run is disabled and the reason is shown."""
+    off = f' disabled title="{html.escape(disabled_because)}"' if disabled_because else ""
+    return (f'<div class="stage-buttons"><button id="{ids.STAGE_RUN}" type="button" '
+            f'class="stage-btn stage-run"{off}>Run</button><button id="{ids.STAGE_STOP}" '
+            f'type="button" class="stage-btn stage-stop" disabled>Stop</button></div>'
+            f'<div id="{ids.STAGE_NOTE}" class="stage-note">{html.escape(disabled_because)}'
+            '</div>')
 
 
 def record_history(sess: Session, recs: Sequence[Recording]) -> None:

@@ -88,6 +88,28 @@ def test_claims_picked_run_alone_and_stop_keeps_and_exports_what_finished(page: 
     expect(stop).to_be_disabled()
 
 
+def test_replay_mode_offers_the_recordings_where_run_would_be(browser, tmp_path: Path  # type: ignore[no-untyped-def]
+                                                               ) -> None:
+    """The Space default (no server): Run is disabled and says why (and its route refuses),
+    the shipped recordings are one click each where Run would be, and the replay says so."""
+    from playground.server import http
+    from tests.apphelp import app, open_page
+
+    with app("--replay", log=tmp_path / "app.log") as (url, _):
+        refused = http.request("POST", url + f"stage/run/{'p' * 24}", body={"seq": 1})
+        assert refused.status == 409 and "replay mode" in refused.text
+        page = open_page(browser, url)
+        expect(page.locator("#stage-run")).to_be_disabled()
+        expect(page.locator("#stage-note")).to_contain_text("replay mode")
+        page.locator("#quick-replays").get_by_role(
+            "button", name=re.compile("CPU demo model")).click()
+        expect(page.locator("#hl-live")).to_contain_text("replay of CPU demo model",
+                                                         timeout=60_000)
+        expect(page.locator("#answer-1 textarea")).not_to_have_value("", timeout=60_000)
+        expect(page.locator("#replay-info")).to_contain_text("replay ended", timeout=120_000)
+        page.context.close()
+
+
 def ms(text: str, label: str) -> float:
     m = re.search(label + r"\s+([\d,.]+) ms", text)
     assert m, text

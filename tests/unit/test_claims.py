@@ -214,3 +214,28 @@ def test_a_merged_board_is_one_holm_family() -> None:
     assert marginal.verdict == "confirmed"  # alone, p = 0.028
     assert merged["claims"][2]["verdict"] == "no detectable difference"  # one of 13: not
     assert "Verdicts: Holm-Bonferroni" in markdown(merged)
+
+
+class MergingApi:
+    """A server that streams a plain request one token per chunk, except where it merged what
+    a slow reader had not taken yet (the suite's busy box: 32 tokens in 27 chunks)."""
+
+    model = "m"
+
+    def __init__(self, plain: int, with_param: int) -> None:
+        self.counts = [plain, with_param]
+
+    def stream_chunks(self, body: dict) -> tuple[int, int, int]:
+        return 200, self.counts.pop(0), 32
+
+
+def test_thinking_chunk_size_is_judged_by_grouping_not_by_a_count_that_load_moves() -> None:
+    from playground.claims.api_checks import check_thinking_chunk_size
+
+    def outcome(plain: int, with_param: int) -> str:
+        return check_thinking_chunk_size(MergingApi(plain, with_param)).outcome  # type: ignore[arg-type]
+
+    assert outcome(32, 27) == "silently ignored"  # merged by load: still not groups of 8
+    assert outcome(32, 32) == "silently ignored"
+    assert outcome(32, 4) == "works as written"  # 8 tokens per chunk
+    assert outcome(4, 4) == "could not check"  # the server groups everything itself
