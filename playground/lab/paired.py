@@ -66,15 +66,20 @@ def least_pairs(alpha: float = ALPHA) -> int:
     return next(k for k in range(1, 64) if min_p(k) <= alpha)
 
 
+def _log_ratios(reference: Sequence[float | None], reader: Sequence[float | None]
+                ) -> np.ndarray:
+    """log(reader_i / reference_i) of the pairs with both values present and positive."""
+    return np.log(np.array([b / a for a, b in zip(reference, reader, strict=False)
+                            if a is not None and b is not None and a > 0 and b > 0]))
+
+
 def paired_ratio(reference: Sequence[float | None], reader: Sequence[float | None],
                  alpha: float = ALPHA) -> PairedRatio:
     """Pairs (reference_i, reader_i) with both values present and positive."""
-    pairs = [(a, b) for a, b in zip(reference, reader, strict=False)
-             if a is not None and b is not None and a > 0 and b > 0]
-    k = len(pairs)
+    x = _log_ratios(reference, reader)
+    k = len(x)
     if k < 2:
         return PairedRatio(k, None, None, None, None)
-    x = np.log(np.array([b / a for a, b in pairs]))
     signs, exact = _signs(k), k <= EXACT_K
     est = float(x.mean())
     span = float(x.max() - x.min()) or 1.0
@@ -92,8 +97,7 @@ def pairs_needed(reference: Sequence[float | None], reader: Sequence[float | Non
                  tolerance: float, one_sided: bool = False) -> int | None:
     """About how many pairs would put the interval on one side of the tolerance's edge at the
     observed spread; None when the ratio sits on the edge (no n resolves it) or no spread."""
-    x = [math.log(b / a) for a, b in zip(reference, reader, strict=False)
-         if a and b and a > 0 and b > 0]
+    x = _log_ratios(reference, reader)
     if len(x) < 2:
         return None
     mean, sd = float(np.mean(x)), float(np.std(x, ddof=1))

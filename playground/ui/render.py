@@ -168,20 +168,18 @@ def status_html(rec: Recording, now: float | None = None, started: float | None 
     """The one-line live status of a column while its run streams (the live feed's);
     `started`: when the run began (a request counts as sent once the server answers).
     A replay's line says so and never waits for a server."""
-    if replay:
-        return "▶ replay · " + _status(rec, now, started).replace(
-            "waiting for the server…", "the recording's request is not sent yet…").replace(
-            " since Run", " since Replay")
-    return _status(rec, now, started)
+    return ("▶ replay · " if replay else "") + _status(rec, now, started, replay)
 
 
-def _status(rec: Recording, now: float | None, started: float | None) -> str:
+def _status(rec: Recording, now: float | None, started: float | None, replay: bool) -> str:
     now = time.perf_counter() if now is None else now
     t0 = rec.raw.t_send
     elapsed = "" if t0 is None else f" · {now - t0:.1f} s"
     if rec.status == "pending" and not (t0 is not None and not rec.raw.streaming):
-        since = "" if started is None else f" · {now - started:.1f} s since Run"
-        return f"<em>waiting for the server…{since}</em>"
+        since = "" if started is None else (f" · {now - started:.1f} s since "
+                                            + ("Replay" if replay else "Run"))
+        wait = "the recording's request is not sent yet" if replay else "waiting for the server"
+        return f"<em>{wait}…{since}</em>"
     if rec.status in ("pending", "running"):  # (a non-streaming request, sent, is pending
         if rec.raw.streaming:                 # until its one answer arrives)
             first = rec.raw.t_first_token
