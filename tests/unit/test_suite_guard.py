@@ -9,7 +9,7 @@ depth mismatch" (gh-106905, fixed in 3.11.8). pytest then stops: every later tes
 pyproject.toml sets `--tb=native`, which renders tracebacks with the `traceback` module and
 never re-parses source for pytest's own report. This test runs pytest, under the project's own
 configuration, over a file that first provokes the project's deep-nesting errors (a 5,000-deep
-YAML preset, a 100,000-deep JSON recording), keeps another thread formatting tracebacks, and
+YAML preset, a 100,000-deep JSON recording) while another thread formats tracebacks, and
 then fails: the run must end in pytest's "1 failed, 1 passed" summary, in the native format.
 """
 
@@ -31,10 +31,10 @@ from playground.errors import PlaygroundError
 from playground.lab import replay
 from playground.specs.presets import load_yaml
 
-stop = threading.Event()
-
-
-def churn():  # tracebacks with carets (ast) and cyclic garbage, in a thread of their own
+def churn(stop: threading.Event) -> None:
+    """Tracebacks with carets (ast) and cyclic garbage, in a thread of their own. It yields
+    the GIL each round: a thread that never sleeps makes every system call of the main thread
+    wait out a whole switch interval, and pytest's report then crawls for minutes."""
     while not stop.is_set():
         try:
             {}["missing"]
@@ -43,9 +43,7 @@ def churn():  # tracebacks with carets (ast) and cyclic garbage, in a thread of 
         a = []
         a.append(a)
         gc.collect(0)
-
-
-threading.Thread(target=churn, daemon=True).start()
+        stop.wait(0.001)
 
 
 def test_deep_nesting_is_refused(tmp_path: Path) -> None:
@@ -53,9 +51,16 @@ def test_deep_nesting_is_refused(tmp_path: Path) -> None:
     deep_yaml.write_text("x: " + "[" * 5000 + "]" * 5000)
     deep_json = tmp_path / "deep.json"
     deep_json.write_text("[" * 100_000 + "]" * 100_000)
-    for load, path in ((load_yaml, deep_yaml), (replay.load, deep_json)):
-        with pytest.raises(PlaygroundError, match="nests deeper"):
-            load(path)
+    stop = threading.Event()
+    thread = threading.Thread(target=churn, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        for load, path in ((load_yaml, deep_yaml), (replay.load, deep_json)):
+            with pytest.raises(PlaygroundError, match="nests deeper"):
+                load(path)
+    finally:
+        stop.set()
+        thread.join()
 
 
 def helper(values: list[int]) -> int:
