@@ -117,6 +117,7 @@ def main() -> int:
             "vllm": info.version, "output_len": a.output_len, "blocks": a.blocks,
             "waves": a.waves,
             "tools": tools, "date": time.strftime("%Y-%m-%d"),
+            "vllm_bench_rows": "role-aligned",  # lab/sweep.WRITTEN
             "body": request.build(fixed_variant(a.output_len), "<prompt>", model).body(),
             "levels": [],
         }

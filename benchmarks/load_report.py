@@ -8,7 +8,9 @@ client-profile*.json (benchmarks/client_profile.py), sweep.json + sweep-requests
 (`playground sweep`), optionally bench-sweep.json and probe-under-load.json -- and writes its
 README.md and load.png. Every latency percentile is recomputed from the per-request rows by
 lab/stats (via lab/fidelity and lab/sweep); throughput is completed requests / the reader's wall
-time per block, from the JSON. `--docs` also rewrites the folder's block in docs/load.md.
+time per block, from the JSON. The recomputed levels are written back into fidelity.json and
+sweep.json, so they hold what the README shows. `--docs` also rewrites the folder's block in
+docs/load.md.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from playground.lab.fidelity import KEYS, REFERENCE, level  # noqa: E402
-from playground.lab.sweep import read_rows, summarise  # noqa: E402
+from playground.lab.sweep import WRITTEN, read_rows, summarise  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 LABELS = {"vllm-bench": "vllm bench serve", "load-path": "load path (raw reader)",
@@ -55,9 +57,29 @@ def walls(block_summaries: list[dict[str, Any]]) -> list[float]:
 
 
 def published(folder: Path, stem: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A summary JSON and its per-request rows; ({}, []) when either is missing."""
+    """A summary JSON and its per-request rows; ({}, []) when either is missing. The JSON says
+    how its vllm bench rows were written ("vllm_bench_rows", lab/sweep.WRITTEN)."""
     doc, path = load(folder / f"{stem}.json"), csv_of(folder, f"{stem}-requests")
-    return (doc, read_rows(path)) if doc and path is not None else ({}, [])
+    if not doc or path is None:
+        return {}, []
+    if "vllm_bench_rows" not in doc:
+        raise SystemExit(f"{folder / stem}.json: no \"vllm_bench_rows\" -- say how its vllm "
+                         f"bench rows were written: one of {', '.join(WRITTEN)}")
+    return doc, read_rows(path, doc["vllm_bench_rows"])
+
+
+def write_back(folder: Path, fid: list[dict[str, Any]], sw: list[dict[str, Any]]) -> None:
+    """fidelity.json and sweep.json hold what the README shows: their levels as recomputed
+    from the rows (the sweep's server-side TTFT column has no rows: it is kept)."""
+    doc = load(folder / "fidelity.json")
+    if doc and fid:
+        doc["levels"] = fid
+        (folder / "fidelity.json").write_text(json.dumps(doc, indent=1), "utf-8")
+    doc = load(folder / "sweep.json")
+    if doc and sw:
+        for lv, new in zip(doc["levels"], sw, strict=True):
+            lv.update({k: v for k, v in new.items() if k != "ttft_minus_server_ttft_p50_ms"})
+        (folder / "sweep.json").write_text(json.dumps(doc, indent=1), "utf-8")
 
 
 def fidelity(folder: Path) -> list[dict[str, Any]]:
@@ -145,7 +167,24 @@ def fidelity_md(levels: list[dict[str, Any]], doc: dict[str, Any], brief: bool =
               "openai SDK in one process for comparison):", ""]
     lines += table(["concurrency", "reader processes", "within 5%", "not resolved",
                     "outside 5%", "SDK TPOT p50 ratio", "SDK req/s ratio"], summary)
-    return lines
+    cells = [(f"c{lv['concurrency']}", LABELS.get(t, t), lv[t])
+             for lv in levels for t in lv["tools"]]
+    return [*lines, "", *one_chunk_md(cells)]
+
+
+def one_chunk_md(cells: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
+    """Says how many requests got every token in one chunk: their TPOT is 0 and is counted
+    (vllm bench's definition), never dropped."""
+    merged = [f"{c} {who} {s['one_chunk']:,} of {s['n'] - s['failed']:,}"
+              for c, who, s in cells if s.get("one_chunk")]
+    head = ("Every vllm bench row's first gap -- vLLM's role-only chunk to the first token, "
+            "sent in the same server step -- is moved into its TTFT, so its TTFT and ITL mean "
+            "what the load path's do. ")
+    if not merged:
+        return [head + "No request got all its tokens in one chunk."]
+    return [head + "Requests whose tokens all arrived in one chunk (the server merged them; "
+            "TPOT 0, counted in the TPOT percentiles as vllm bench counts it): "
+            + "; ".join(merged) + "."]
 
 
 def profile_md(folder: Path) -> list[str]:
@@ -220,7 +259,9 @@ def sweep_md(levels: list[dict[str, Any]], doc: dict[str, Any] | None) -> list[s
                      f"{_n(s['tpot_p50_ms'], 2)} / {_n(s['tpot_p99_ms'], 2)}",
                      f"{_n(s['itl_p50_ms'], 2)} / {_n(s['itl_p99_ms'], 2)}",
                      _n(s["req_per_s"])] for s in levels])
-    return lines
+    cells = [(f"c{s['concurrency']}", LABELS.get(s["engine"], s["engine"]), s)
+             for s in levels]
+    return [*lines, "", *one_chunk_md(cells)]
 
 
 def extra_md(folder: Path) -> list[str]:
@@ -315,6 +356,7 @@ def main() -> int:
     a = ap.parse_args()
     folder = Path(a.folder)
     lines, png = report(folder)
+    write_back(folder, fidelity(folder), sweep(folder))
     head = [f"# Load path results: {folder.parent.name} (generated by "
             "benchmarks/load_report.py)", "", "What each number means: docs/load.md.", ""]
     body = lines + (["", f"![load]({png.name})"] if png else [])

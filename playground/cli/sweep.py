@@ -53,7 +53,7 @@ def run_sweep(settings: Settings, levels_text: str, out: Path, *, engine: str = 
     doc: dict[str, Any] = {
         "base_url": settings.base_url, "model": model, "vllm": info.version,
         "date": time.strftime("%Y-%m-%d %H:%M"), "machine": env, "output_len": output_len,
-        "engine": engine, "levels": []}
+        "engine": engine, "vllm_bench_rows": "role-aligned", "levels": []}
     # warm-up: a few requests through the load path, outside every timed level
     sweep.ours(settings.base_url, key, model, sweep.prompts("warm", 4), output_len, 2)
     writer = sweep.RowWriter(out / "sweep-requests.csv")

@@ -95,9 +95,11 @@ def derive(raw: RawTimings, answered: bool | None = None) -> Metrics:
     e2e = _ms(raw.t_send, raw.t_last)
     n = raw.usage.completion_tokens
     tpot = tok_s = None
-    if ttft is not None and e2e is not None and n is not None and n > 1 and e2e > ttft:
+    if ttft is not None and e2e is not None and n is not None and n > 1 and e2e >= ttft:
+        # every token in one chunk (a busy server merges them): TPOT 0, as vllm bench
+        # reports it; a rate is not defined then
         tpot = (e2e - ttft) / (n - 1)
-        tok_s = (n - 1) / ((e2e - ttft) / 1000.0)
+        tok_s = (n - 1) / ((e2e - ttft) / 1000.0) if e2e > ttft else None
     times = raw.token_times
     itl = [(b - a) * 1000.0 for a, b in itertools.pairwise(times)]
     return Metrics(

@@ -212,10 +212,7 @@ def rows_of_result(r: dict[str, Any]) -> list[dict[str, Any]]:
 
 def bench_row(ttft_s: float | None, itl_s: list[float], n: int | None, err: str | None
               ) -> dict[str, Any]:
-    """One vllm bench request on the load path's definitions (core/metrics): vllm bench stamps
-    TTFT at the first chunk with choices -- vLLM's role-only chunk -- and counts the gap from it
-    to the first token as an ITL, so its ITL list has as many gaps as tokens. That first gap
-    (~0.01 ms) moves to TTFT (first token) and leaves the n - 1 gaps between tokens, as ours."""
+    """One vllm bench request on the load path's definitions (core/metrics), see `aligned`."""
     ok = not err and bool(ttft_s)
     if not ok:
         return {"ok": False, "ttft": None, "tpot": None, "e2e": None, "itl": [],
@@ -225,8 +222,19 @@ def bench_row(ttft_s: float | None, itl_s: list[float], n: int | None, err: str 
 
 def aligned(ttft_ms: float, itl_ms: list[float], n: int | None, err: str = ""
             ) -> dict[str, Any]:
-    if n and len(itl_ms) == n:  # the role chunk's gap is first
-        ttft_ms, itl_ms = ttft_ms + itl_ms[0], itl_ms[1:]
+    """A raw vllm bench request (TTFT and gaps as it measured them) on the load path's
+    definitions. vllm bench stamps TTFT at the first chunk with `choices`, which on vLLM is
+    always the role-only chunk, yielded in the same loop iteration as the first token's chunk;
+    its first ITL is therefore always the gap from the role chunk to the first token (~0.01-0.06
+    ms), however the server merged the tokens after it. That first gap moves into TTFT (first
+    token) on every row -- decided by the role chunk, not by counting gaps against tokens, which
+    fails whenever the server merged tokens into fewer chunks.
+
+    TPOT = (E2E - TTFT) / (tokens - 1) for every request of more than one token, vllm bench's
+    own definition: a request whose tokens all arrived in one chunk has TPOT 0 (reported, and
+    counted apart by lab/sweep.summarise as `one_chunk`), never dropped."""
+    role_gap = itl_ms[0] if itl_ms else 0.0
+    ttft_ms, itl_ms = ttft_ms + role_gap, itl_ms[1:]
     e2e = ttft_ms + sum(itl_ms)
     return {"ok": True, "ttft": ttft_ms, "e2e": e2e, "itl": itl_ms, "output_tokens": n,
             "tpot": (e2e - ttft_ms) / (n - 1) if n and n > 1 else None, "error": err}

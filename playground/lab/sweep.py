@@ -4,7 +4,8 @@ the load path while it holds on this machine and by vllm bench serve past that (
 Both engines get the same prompts (unique per request: no prefix-cache hits), the same output
 length (ignore_eos), thinking off, temperature 0. Their per-request results become the same rows
 (ms: TTFT, TPOT = (E2E - TTFT) / (tokens - 1), E2E, every ITL) and every percentile comes from
-lab/stats, whichever engine measured the level.
+lab/stats, whichever engine measured the level. A request whose tokens all arrived in one chunk
+has TPOT 0 (vllm bench's definition) and is counted in `one_chunk`.
 """
 
 from __future__ import annotations
@@ -102,6 +103,9 @@ def summarise(rows: Sequence[dict[str, Any]], walls: Sequence[float]) -> dict[st
         out[f"{m}_p50_ms"] = percentile(vals, 50)
         out[f"{m}_p99_ms"] = percentile(vals, 99)
     out["req_per_s"] = len(ok) / sum(walls) if walls and sum(walls) > 0 else None
+    # requests whose tokens all came in one chunk (the server merged them): TPOT 0, counted in
+    # the TPOT percentiles as vllm bench counts them, and said so here
+    out["one_chunk"] = sum(1 for r in ok if (r.get("output_tokens") or 0) > 1 and not r["itl"])
     out["ttft_minus_server_ttft_p50_ms"] = percentile([r.get("overhead") for r in ok], 50)
     return out
 
@@ -127,10 +131,20 @@ class RowWriter:
         self._f.close()
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """The CSV (or .csv.gz) back as rows, for re-summarising published data. vllm bench rows
-    written before its role-chunk gap was moved to TTFT are aligned here (engine.aligned: a
-    no-op on rows that already have one gap fewer than tokens)."""
+# How a results file's vllm bench rows were written (its JSON's "vllm_bench_rows"):
+# "role-aligned" -- the role chunk's gap moved into TTFT on every row (engine.aligned; now);
+# "raw" -- as vllm bench measured them (the first H200 runs);
+# "count-aligned" -- moved only where the gaps numbered the tokens (the first CPU runs): a row
+# with fewer than tokens - 1 gaps was left raw.
+WRITTEN = ("role-aligned", "raw", "count-aligned")
+
+
+def read_rows(path: Path, vllm_bench_rows: str = "role-aligned") -> list[dict[str, Any]]:
+    """The CSV (or .csv.gz) back as rows, for re-summarising published data, with vllm bench's
+    rows on the load path's definitions however they were written (`WRITTEN`)."""
+    if vllm_bench_rows not in WRITTEN:
+        raise ValueError(f"vllm_bench_rows: {vllm_bench_rows!r} is not one of "
+                         f"{', '.join(WRITTEN)}")
     out = []
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8", newline="") as f:
@@ -140,8 +154,14 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                 "ok": r["ok"] == "1", "ttft": _num(r["ttft_ms"]), "tpot": _num(r["tpot_ms"]),
                 "e2e": _num(r["e2e_ms"]), "output_tokens": n,
                 "itl": [float(x) for x in r["itl_ms"].split()]}
-            if r["tool"] == "vllm-bench" and row["ok"] and row["ttft"] is not None:
+            if (r["tool"] == "vllm-bench" and row["ok"] and row["ttft"] is not None
+                    and (vllm_bench_rows == "raw" or (vllm_bench_rows == "count-aligned"
+                                                      and n and len(row["itl"]) < n - 1))):
                 row = aligned(row["ttft"], row["itl"], n)
+            elif (row["ok"] and row["tpot"] is None and n and n > 1
+                  and row["ttft"] is not None and row["e2e"] is not None):
+                # written when a one-chunk reply had no TPOT: it is 0 (engine.aligned)
+                row["tpot"] = (row["e2e"] - row["ttft"]) / (n - 1)
             row.update(concurrency=int(r["concurrency"]), block=int(r["block"]),
                        tool=r["tool"])
             out.append(row)

@@ -24,6 +24,8 @@ def floor_text(tpot_ms: float | None, floor_ms: float | None) -> str:
     if tpot_ms is None:
         return ""
     text = f"**TPOT** {tpot_ms:.1f} ms"
+    if tpot_ms == 0:  # the server merged every token into one chunk
+        return text + " (every token arrived in one chunk)"
     if floor_ms:
         text += f" ({tpot_ms / floor_ms:.1f}x the physical floor of {floor_ms:.2f} ms)"
     return text

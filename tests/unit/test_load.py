@@ -49,9 +49,41 @@ def test_vllm_bench_rows_move_the_role_chunk_gap_into_ttft() -> None:
     row = bench_row(0.020, [0.00001, 0.002, 0.003, 0.002], 4, "")
     assert row["ttft"] == pytest.approx(20.01) and row["itl"] == pytest.approx([2, 3, 2])
     assert row["tpot"] == pytest.approx(7 / 3) and row["e2e"] == pytest.approx(27.01)
-    again = aligned(row["ttft"], row["itl"], 4)  # already aligned: unchanged
-    assert again["itl"] == row["itl"] and again["ttft"] == row["ttft"]
+    # the server merged tokens (2 gaps for 4 tokens): the first gap is still the role chunk's
+    merged = bench_row(0.020, [0.00001, 0.005], 4, "")
+    assert merged["ttft"] == pytest.approx(20.01) and merged["itl"] == pytest.approx([5])
+    assert merged["tpot"] == pytest.approx(5 / 3)
+    # every token in one chunk: TPOT 0, as vllm bench reports it -- not None, not dropped
+    one = aligned(20.0, [0.02], 32)
+    assert one["itl"] == [] and one["tpot"] == 0.0 and one["e2e"] == pytest.approx(20.02)
+    assert summarise([one, merged], [1.0])["one_chunk"] == 1
     assert not bench_row(None, [], 4, "boom")["ok"]
+
+
+def test_published_rows_are_aligned_by_how_they_were_written(tmp_path) -> None:
+    """vllm bench rows in a results CSV: written raw (the first H200 runs), aligned by the old
+    count rule (the first CPU runs: only rows with a gap per token were aligned), or aligned by
+    the role chunk (now). Each is read back on the load path's definitions."""
+    from playground.lab.sweep import RowWriter, read_rows
+
+    raw = {"ok": True, "ttft": 20.0, "tpot": 1.0, "e2e": 25.02, "output_tokens": 4,
+           "itl": [0.02, 5.0]}  # merged: 2 gaps for 4 tokens, the first the role chunk's
+    counted = {**raw, "ttft": 20.02, "itl": [2.0, 1.0, 2.0]}  # a gap per token, aligned
+    path = tmp_path / "rows.csv"
+    w = RowWriter(path)
+    w.write(8, 0, "vllm-bench", [raw, counted])
+    w.write(8, 0, "load-path", [counted, {**counted, "tpot": None, "e2e": 20.02, "itl": []}])
+    w.close()
+    as_raw = read_rows(path, "raw")
+    assert as_raw[0]["itl"] == [5.0] and as_raw[0]["ttft"] == pytest.approx(20.02)
+    as_counted = read_rows(path, "count-aligned")
+    assert as_counted[0]["itl"] == [5.0]  # fewer gaps than tokens - 1: never aligned
+    assert as_counted[1]["itl"] == [2.0, 1.0, 2.0]  # already aligned: kept
+    assert read_rows(path)[0]["itl"] == [0.02, 5.0]  # role-aligned when written: as is
+    assert all(r[2]["itl"] == [2.0, 1.0, 2.0] for r in (as_raw, as_counted))  # ours: as is
+    assert as_raw[3]["tpot"] == 0.0  # a one-chunk reply written without a TPOT: 0, kept
+    with pytest.raises(ValueError, match="vllm_bench_rows"):
+        read_rows(path, "sideways")
 
 
 def test_fidelity_is_judged_on_paired_blocks_with_an_interval() -> None:
@@ -164,3 +196,32 @@ def test_raw_reader_parses_vllm_events_and_errors() -> None:
     assert "no such model" in str(flat) and wire._rejected(502, b"<html>").status == 502
     with pytest.raises(StreamError, match="not JSON"):
         wire._decode(b"{not json")
+
+
+@pytest.mark.parametrize("machine", ["h200", "cpu"])
+def test_published_fidelity_json_holds_what_its_readme_shows(machine: str) -> None:
+    """The committed fidelity.json and sweep.json are the levels recomputed from their rows (the
+    numbers the README's tables show), not the summaries written during the run."""
+    import importlib.util
+    import json
+
+    from playground.settings import REPO_ROOT
+
+    spec = importlib.util.spec_from_file_location(
+        "load_report", REPO_ROOT / "benchmarks" / "load_report.py")
+    assert spec is not None and spec.loader is not None
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    folder = REPO_ROOT / "docs" / "results" / machine / "load"
+    doc = json.loads((folder / "fidelity.json").read_text("utf-8"))
+    for got, kept in zip(report.fidelity(folder), doc["levels"], strict=True):
+        for tool in got["tools"]:
+            for k in [*report.KEYS, "one_chunk"]:
+                assert kept[tool][k] == pytest.approx(got[tool][k]), (got["concurrency"], tool, k)
+    readme = (folder / "README.md").read_text("utf-8")
+    c1 = doc["levels"][0]
+    assert f"| c1 | load path (raw reader) | TTFT p50 | {c1['vllm-bench']['ttft_p50_ms']:.2f} |" \
+        in readme
+    sweep = json.loads((folder / "sweep.json").read_text("utf-8"))
+    for got, kept in zip(report.sweep(folder), sweep["levels"], strict=True):
+        assert kept["tpot_p50_ms"] == pytest.approx(got["tpot_p50_ms"])

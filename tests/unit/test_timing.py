@@ -177,6 +177,19 @@ def test_missing_values_are_none_not_zero() -> None:
     assert m.itl_ms == []
 
 
+def test_a_reply_in_one_chunk_has_tpot_zero_not_none() -> None:
+    """A busy server can merge every token into one chunk: TPOT is 0, as vllm bench reports
+    it (the load path counts such rows apart), and no decode rate is made up."""
+    from playground.core.metrics import Usage
+    from playground.ui.render import floor_text
+
+    raw = RawTimings(streaming=True, t_send=1.0, t_first_content=1.02, t_last=1.02,
+                     token_times=[1.02], usage=Usage(completion_tokens=32))
+    m = derive(raw)
+    assert m.tpot_ms == 0.0 and m.decode_tok_s is None
+    assert floor_text(m.tpot_ms, 1.5) == "**TPOT** 0.0 ms (every token arrived in one chunk)"
+
+
 def test_percentiles_and_summary() -> None:
     data = [1.0, 2.0, 3.0, 4.0, 100.0]
     assert percentile(data, 50) == 3.0
