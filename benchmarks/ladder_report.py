@@ -170,7 +170,9 @@ def docs_block() -> list[str]:
             for c in json.loads(board.read_text("utf-8"))["claims"]:
                 checks = "; ".join(ch["text"] for ch in c.get("checks", [])
                                    if ch.get("verdict") != "not measurable")
-                lines.append(f"- *{c['title']}*: **{c['verdict']}** -- {checks or c['reason']}"
+                note = f" ({c['verdict_note']})" if c.get("verdict_note") else ""
+                lines.append(f"- *{c['title']}*: **{c['verdict']}**{note} -- "
+                             f"{checks or c['reason']}"
                              + (f" {c['explanation']}" if c.get("explanation") else ""))
             lines += ["", f"  (board: [claims-claims.md](results/{machine}/engines/"
                       "claims-claims.md), raw runs in `claims-runs/`)", ""]

@@ -17,8 +17,8 @@ from playground.claims.verdicts import (
     HOLM_POLICY,
     adjust,
     check_from_dict,
+    claim_verdict,
     judged_p,
-    primary_verdict,
 )
 from playground.core.compare import resolve_model
 from playground.core.port import LIVE, Port
@@ -60,7 +60,7 @@ def apply_holm(results: Sequence[ClaimResult]) -> int:
         r.checks[i] = checked
     for r in results:
         if r.status == "done":
-            r.verdict = primary_verdict(r.checks)
+            r.verdict = claim_verdict(r.checks)
     return sum(judged_p(c) is not None for c in adjusted)
 
 
@@ -74,7 +74,7 @@ def refamily(board: dict[str, Any]) -> dict[str, Any]:
         c["checks"][i] = asdict(checked)
     for c in claims:
         if c["status"] == "done":
-            c["verdict"] = primary_verdict([check_from_dict(x) for x in c["checks"]])
+            c["verdict"] = claim_verdict([check_from_dict(x) for x in c["checks"]])
     family = sum(judged_p(x) is not None for x in adjusted)
     return {**board, "claims": claims, "policy": {"family_wise": HOLM_POLICY, "alpha": 0.05,
                                                   "family_size": family}}

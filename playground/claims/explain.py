@@ -3,6 +3,8 @@
 "thinking-cost": what thinking costs per token and where it puts the first answer token, and
 how many reasoning tokens the article's "2x" implies at the measured speed:
 E2E ~ TTFT + (reasoning + answer tokens - 1) x TPOT.
+"engine-queueing": an engine comparison at N concurrent, split into per-request service time
+and time spent waiting behind the other requests.
 """
 
 from __future__ import annotations
@@ -46,6 +48,70 @@ def thinking_cost(off: Sequence[RequestRecord], on: Sequence[RequestRecord],
             f"{ms(ttft + reasoning * tpot_on)}). At this speed thinking doubles E2E "
             f"when it writes ~{implied:.0f} reasoning tokens per {answer:.0f}-token answer: the "
             "article's '2x' says how long the model thinks, not what a token costs.")
+
+
+def budget_note(off: Sequence[RequestRecord], on: Sequence[RequestRecord],
+                budget: int | None) -> str:
+    """Next to the verdict of a claim whose reasoning length a budget fixed: the ratio is the
+    arithmetic of that budget, and what the claim itself would need."""
+    ttft, tpot_off = median(values(off, "ttft_ms")), median(values(off, "tpot_ms"))
+    tpot_on, e2e_off = median(values(on, "tpot_ms")), median(values(off, "e2e_ms"))
+    answer = _tokens(off, "completion_tokens")
+    if not budget or None in (ttft, tpot_off, tpot_on, e2e_off, answer):
+        return ""
+    assert ttft is not None and tpot_off and tpot_on is not None and e2e_off is not None
+    assert answer is not None
+    predicted = (ttft + (budget + answer - 1) * tpot_on) / (ttft + (answer - 1) * tpot_off)
+    implied = (2 * e2e_off - ttft) / tpot_off - answer + 1
+    return (f"the budget fixed this ratio: {budget} reasoning + {answer:.0f} answer tokens at "
+            f"one TPOT predict {predicted:.2f}x before anything is measured; the claim itself "
+            f"needs the model to think ~{implied:.0f} tokens per {answer:.0f}-token answer on "
+            "its own")
+
+
+def service_and_queue(rows: Sequence[RequestRecord], one_at_a_time: bool
+                      ) -> tuple[float | None, float | None, str]:
+    """(median service ms, median queueing ms, how it was known) of one side's requests. The
+    server's own queue time when it reports per-request metrics (vLLM); for a server that
+    answers one request at a time (`transformers serve`), from the completions: a request's
+    service starts when it was sent or when the one before it finished, whichever is later.
+    (None, None, why) when neither applies."""
+    ok = sorted((r for r in rows if r.ok and r.raw.t_send is not None
+                 and r.raw.t_last is not None), key=lambda r: r.raw.t_last or 0.0)
+    queued = [(r.raw.server_metrics or {}).get("queue_time_ms") for r in ok]
+    e2e = [r.metrics.e2e_ms for r in ok]
+    if ok and all(q is not None for q in queued) and all(e is not None for e in e2e):
+        return (median([e - q for e, q in zip(e2e, queued, strict=True)]),  # type: ignore[operator]
+                median([q for q in queued if q is not None]), "the server's own queue time")
+    if not ok or not one_at_a_time:
+        return None, None, "the server reports no queue time"
+    service, wait, done = [], [], None
+    for r in ok:
+        sent, last = r.raw.t_send, r.raw.t_last
+        assert sent is not None and last is not None
+        start = sent if done is None else max(sent, done)
+        service.append((last - start) * 1000.0)
+        wait.append((start - sent) * 1000.0)
+        done = last
+    return median(service), median(wait), "one request at a time: from the completions"
+
+
+def engine_split(base: Sequence[RequestRecord], var: Sequence[RequestRecord],
+                 names: tuple[str, str], serial: set[str], claimed: str) -> str:
+    """Next to an engine claim's verdict measured at N concurrent: per-request service time and
+    time spent waiting behind the other requests, apart, and the article's number beside them
+    -- an E2E ratio at concurrency mostly measures the queue of a server that serves one
+    request at a time."""
+    got = [service_and_queue(rows, name in serial)
+           for rows, name in ((base, names[0]), (var, names[1]))]
+    (svc_b, q_b, how_b), (svc_v, q_v, how_v) = got
+    if None in (svc_b, svc_v, q_b, q_v):
+        return ""
+    assert svc_b is not None and svc_v is not None and q_b is not None and q_v is not None
+    ratio = f" ({svc_b / svc_v:.1f}x)" if svc_v > 0 else ""
+    return (f"served: {names[0]} {ms(svc_b)} vs {names[1]} {ms(svc_v)} per request{ratio}; "
+            f"waiting behind the others: {ms(q_b)} vs {ms(q_v)} ({names[0]}: {how_b}; "
+            f"{names[1]}: {how_v}); the article: {claimed}")
 
 
 def _residual(rows: Sequence[RequestRecord]) -> tuple[float | None, float | None]:

@@ -13,8 +13,13 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from playground.claims.explain import client_overhead, thinking_cost
-from playground.claims.verdicts import CheckResult, judge_claim, primary_verdict
+from playground.claims.explain import (
+    budget_note,
+    client_overhead,
+    engine_split,
+    thinking_cost,
+)
+from playground.claims.verdicts import CheckResult, claim_verdict, judge_claim
 from playground.core import request
 from playground.core.compare import resolve_model
 from playground.core.port import LIVE, Port
@@ -59,7 +64,8 @@ class ClaimResult:
     status: Literal["done", "skipped", "failed"]
     reason: str = ""
     checks: list[CheckResult] = field(default_factory=list)
-    verdict: str = "not run"  # the first non-"report" check's verdict
+    verdict: str = "not run"  # verdicts.claim_verdict: part by part for a compound claim
+    verdict_note: str = ""  # said with the verdict (a budget that fixed the ratio)
     note: str = ""
     baseline: str | None = None
     variant: str | None = None
@@ -138,24 +144,37 @@ async def run_claim(settings: Settings, claim: Claim, library: PresetLibrary, *,
         return
     checks = judge_claim(claim, run, base, claim.variant)
     timed = run.timed
-    explanation = ""
-    if claim.explain == "thinking-cost":
-        on = next(v for v in exp.variants if v.name == claim.variant)
-        explanation = thinking_cost([r for r in timed if r.name == base],
-                                    [r for r in timed if r.name == claim.variant],
-                                    on.thinking_budget)
-    elif claim.explain == "client-overhead":
-        explanation = client_overhead([r for r in timed if r.name == base],
-                                      [r for r in timed if r.name == claim.variant],
-                                      base, str(claim.variant))
-    result = ClaimResult(**head, status="done", checks=checks, verdict=primary_verdict(checks),
+    explanation, note = worked(claim, run, exp, base)
+    result = ClaimResult(**head, status="done", checks=checks, verdict=claim_verdict(checks),
                          baseline=base, variant=claim.variant, n_requests=len(timed),
                          n_failed=failed(timed), wall_s=time.perf_counter() - t0,
                          run_path=str(run_file.path), summary=summarize_run(run),
                          servers=run.meta.servers, explanation=explanation,
+                         verdict_note=note,
                          model=run.meta.model,
                          demo_model=run.meta.demo_model)
     yield ClaimEvent("result", claim.id, result=result)
+
+
+def worked(claim: Claim, run: Run, exp: Experiment, base: str) -> tuple[str, str]:
+    """(the worked model shown under the row, the note said with its verdict), from the
+    claim's own requests (claims/explain)."""
+    var = str(claim.variant)
+    timed = run.timed
+    rows_b = [r for r in timed if r.name == base]
+    rows_v = [r for r in timed if r.name == var]
+    variants = (run.meta.experiment or exp).variants
+    if claim.explain == "thinking-cost":
+        budget = next(v for v in variants if v.name == var).thinking_budget
+        return (thinking_cost(rows_b, rows_v, budget), budget_note(rows_b, rows_v, budget))
+    if claim.explain == "engine-queueing":
+        serial = {v.name for v in variants if v.engine == "transformers"}
+        check = next((c for c in claim.checks if c.direction != "report"), None)
+        return "", engine_split(rows_b, rows_v, (base, var), serial,
+                                check.claimed if check else "")
+    if claim.explain == "client-overhead":
+        return client_overhead(rows_b, rows_v, base, var), ""
+    return "", ""
 
 
 async def _bench_lines(settings: Settings, exp: Experiment, run_file: RunFile, port: Port

@@ -10,7 +10,8 @@
 Next to the direction, the size: our change in the article's unit with its 95% interval, and
 whether the article's number is consistent with it, smaller or larger (claims/magnitude).
 `judge_claim` decides with the claim's own p-values; `adjust` re-decides a whole board's checks
-with Holm's adjusted ones and rewrites every text.
+with Holm's adjusted ones and rewrites every text. A claim of several parts is confirmed only
+when every part holds, direction and size (`claim_verdict`); otherwise it is "partly: ...".
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from playground.claims.honesty import DEMO_PREFIX, demo_reason
-from playground.claims.magnitude import DIRECTION_ONLY, NOT_JUDGED, Magnitude, judge_magnitude
+from playground.claims.magnitude import (
+    DIRECTION_ONLY,
+    LARGER,
+    NOT_JUDGED,
+    SMALLER,
+    Magnitude,
+    judge_magnitude,
+)
 from playground.core.record import RequestRecord, values
 from playground.lab.calls import ALPHA, Effect, call, compare, holm, too_few_text
 from playground.lab.stats import Interval, median
@@ -243,6 +251,34 @@ def judge_claim(claim: Claim, run: Run, base: str, var: str) -> list[CheckResult
     return adjust(out)
 
 
-def primary_verdict(checks: Sequence[CheckResult]) -> str:
+def holds(r: CheckResult) -> bool:
+    """One part of a claim holds: its direction is confirmed and the article's number, when
+    it gives one, lies inside our interval (or has none to be judged against)."""
+    return r.verdict == "confirmed" and r.magnitude not in (SMALLER, LARGER)
+
+
+def _part(r: CheckResult) -> str:
+    if holds(r):
+        return f"{r.label} confirmed"
+    if r.verdict == "confirmed":  # the direction holds, the article's number does not
+        size = f" ({r.ours_in_claim_unit} vs {r.claimed_in_unit} claimed)" if (
+            r.ours_in_claim_unit and r.claimed_in_unit) else ""
+        return f"{r.label} {r.magnitude}{size}"
+    return f"{r.label} {r.verdict}"
+
+
+def claim_verdict(checks: Sequence[CheckResult]) -> str:
+    """The claim's verdict. One judged check: its verdict (the size is shown beside it). A
+    compound claim ("costs ~15 ms and always gives valid JSON") is judged part by part:
+    "confirmed" only when every part holds (`holds`), "partly: ..." naming each part when
+    some of it was confirmed, otherwise the first part's verdict."""
     judged = [c for c in checks if c.direction != "report"]
-    return judged[0].verdict if judged else "reported"
+    if not judged:
+        return "reported"
+    if len(judged) == 1:
+        return judged[0].verdict
+    if all(holds(c) for c in judged):
+        return "confirmed"
+    if any(c.verdict == "confirmed" for c in judged):
+        return "partly: " + "; ".join(_part(c) for c in judged)
+    return judged[0].verdict

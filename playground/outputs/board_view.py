@@ -65,8 +65,9 @@ def board_rows(board: dict[str, Any]) -> list[list[str]]:
                          "", "", ""])
             continue
         others = "; ".join(_other(x) for x in c["checks"] if x is not p)
+        verdict = c["verdict"] + (f" -- {c['verdict_note']}" if c.get("verdict_note") else "")
         rows.append([c["title"], c["article"], p["claimed"] if p else "",
-                     f"{p['label']}: {_ours(p)}" if p else "-", c["verdict"], _size(p),
+                     f"{p['label']}: {_ours(p)}" if p else "-", verdict, _size(p),
                      ran_on(c), others])
     return rows
 
@@ -110,6 +111,11 @@ METHOD = ("Each claim is an experiment: the article's 'before' and 'after' varia
           "other hardware: they are context, not a target.")
 
 
+def raw_file(c: dict[str, Any]) -> str:
+    """Where the row's requests are: its raw run file, or why it was not kept."""
+    return c.get("run_file") or c.get("run_path") or "not recorded"
+
+
 def markdown(board: dict[str, Any]) -> str:
     """The board as a Markdown report; every value from the board (claim files, the server's
     answers, error text) is written as text (fmt.md_text), never as markup."""
@@ -134,5 +140,6 @@ def markdown(board: dict[str, Any]) -> str:
                     *[f"- {t(x['verdict'])}: {t(x['text'])}" for x in c["checks"]],
                     *([f"- {t(c['explanation'])}"] if c.get("explanation") else []),
                     f"- {c['n_requests']} timed requests, {c['n_failed']} failed, "
-                    f"{c['wall_s']:.0f} s", "", t(c["note"]), ""]
+                    f"{c['wall_s']:.0f} s; every request: {t(raw_file(c))}", "",
+                    t(c["note"]), ""]
     return "\n".join(out)

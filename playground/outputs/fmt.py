@@ -27,6 +27,17 @@ VERDICT_COLORS = {"confirmed": "#2e7d32", "refuted": "#c62828",
                   "no detectable difference": "#6d6d6d", "not measurable": "#9e9e9e",
                   "too few samples": "#9e9e9e", "not measurable on the demo model": "#9e9e9e",
                   "reported": "#1565c0", "not run": "#9e9e9e"}
+PARTLY_COLOR = "#ef6c00"  # "partly: ..." -- a compound claim of which only some parts hold
+
+
+def verdict_color(verdict: str, default: str = "#888") -> str:
+    """The colour of a verdict, also when a note follows it ("confirmed -- the budget ...")."""
+    if verdict.startswith("partly"):
+        return PARTLY_COLOR
+    for key in sorted(VERDICT_COLORS, key=len, reverse=True):
+        if verdict.startswith(key):
+            return VERDICT_COLORS[key]
+    return default
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#])")  # links/images need [ ]; < > & are HTML-escaped

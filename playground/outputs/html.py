@@ -20,7 +20,7 @@ from markupsafe import Markup
 from playground.core.phases import Breakdown
 from playground.core.record import RequestRecord
 from playground.outputs import board_view, report_figures, tables
-from playground.outputs.fmt import DEMO_NOTICE, VERDICT_COLORS
+from playground.outputs.fmt import DEMO_NOTICE, verdict_color
 
 PlotlyJs = Literal["inline", "cdn"]
 
@@ -92,7 +92,7 @@ def report(summary: dict[str, Any], timed: Sequence[RequestRecord], *,
 
 
 def board(doc: dict[str, Any], *, plotlyjs: PlotlyJs = "inline") -> str:
-    rows = [{"cells": r, "color": VERDICT_COLORS.get(r[4], "#333")}
+    rows = [{"cells": r, "color": verdict_color(r[4], "#333")}
             for r in board_view.board_rows(doc)]
     details = []
     for c in doc["claims"]:

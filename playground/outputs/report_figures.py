@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from playground.core.phases import PHASES
 from playground.core.record import RequestRecord, by_variant, values
-from playground.outputs.fmt import METRIC_LABELS, VERDICT_COLORS
+from playground.outputs.fmt import METRIC_LABELS, verdict_color
 
 PHASE_COLORS = {"queue": "#9e9e9e", "prefill": "#f58518", "wait for first token": "#f58518",
                 "thinking": "#b279a2", "answer": "#4c78a8", "transport + client": "#54a24b"}
@@ -93,7 +93,7 @@ def verdict_figure(board: dict[str, Any]) -> go.Figure:
         lo.append(p["change"] - ci[0])
         hi.append(ci[1] - p["change"])
         claimed.append(p["claimed_change_pct"])
-        colors.append(VERDICT_COLORS.get(c["verdict"], "#888"))
+        colors.append(verdict_color(c["verdict"]))
     data = [{"type": "bar", "orientation": "h", "name": "ours (95% CI)", "y": names, "x": ours,
              "marker": {"color": colors}, "error_x": {"type": "data", "array": hi,
                                                       "arrayminus": lo}},

@@ -68,7 +68,7 @@ class Claim(BaseModel):
     # an optional package the claim needs ("langchain": langchain-openai)
     requires: Literal["langchain"] | None = None
     # A worked model of the result next to the verdict (claims/explain)
-    explain: Literal["thinking-cost", "client-overhead"] | None = None
+    explain: Literal["thinking-cost", "client-overhead", "engine-queueing"] | None = None
     experiment: dict[str, Any] | None = None
 
     def needs_servers(self) -> bool:

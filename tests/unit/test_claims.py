@@ -173,6 +173,43 @@ def test_times_below_10_ms_keep_a_decimal_so_the_implied_ratio_holds() -> None:
     assert "1,000 -> 300 ms" in board_rows(board)[0][3]
 
 
+def test_a_compound_claim_is_confirmed_only_when_every_part_holds() -> None:
+    """"Guided JSON costs ~15 ms and always gives valid JSON" read "confirmed" while its cost
+    check said +1,005 ms per request vs +15 ms claimed: each part is judged now."""
+    from playground.claims.verdicts import claim_verdict
+    from playground.outputs.fmt import PARTLY_COLOR, verdict_color
+
+    valid = judge(Check(metric="schema_valid", direction="higher", claimed="100% valid"),
+                  [0.0] * 12, [1.0] * 12)
+    cost = judge(Check(metric="tpot_ms", direction="higher", claimed="~15 ms per request",
+                       claimed_diff_ms=15, per_request=True),
+                 spread(10), spread(20, seed=3), tokens=96)
+    assert valid.verdict == cost.verdict == "confirmed"  # both directions hold ...
+    assert cost.magnitude == "larger than claimed"  # ... but ~1,000 ms is not ~15 ms
+    verdict = claim_verdict([valid, cost])
+    assert verdict.startswith("partly: ")
+    assert "confirmed" in verdict and "larger than claimed" in verdict and "vs +15 ms" in verdict
+    assert verdict_color(verdict) == PARTLY_COLOR
+    fair = judge(Check(metric="tpot_ms", direction="higher", claimed="~15 ms per request",
+                       claimed_diff_ms=15, per_request=True),
+                 spread(10, width=0.002), spread(10.16, seed=3, width=0.002), tokens=96)
+    assert claim_verdict([valid, fair]) == "confirmed", fair.text
+    # one judged check (the size beside it): its verdict, as before
+    assert claim_verdict([cost]) == "confirmed"
+    lost = judge(LOWER, spread(500), spread(800, seed=1))
+    assert claim_verdict([lost, lost]) == "refuted"
+
+
+def test_the_thinking_verdict_says_the_budget_fixed_its_ratio() -> None:
+    board = synthetic_board()
+    board["claims"][0]["verdict_note"] = ("the budget fixed this ratio: 64 reasoning + 64 "
+                                          "answer tokens at one TPOT predict 1.95x")
+    cell = board_rows(board)[0][4]
+    assert cell.startswith("confirmed -- the budget fixed this ratio")
+    from playground.outputs.fmt import VERDICT_COLORS, verdict_color
+    assert verdict_color(cell) == VERDICT_COLORS["confirmed"]
+
+
 def test_report_escapes_what_a_file_or_a_model_wrote() -> None:
     board = synthetic_board()
     board["claims"][0]["quote"] = "<script>alert(1)</script>"
@@ -239,3 +276,22 @@ def test_thinking_chunk_size_is_judged_by_grouping_not_by_a_count_that_load_move
     assert outcome(32, 32) == "silently ignored"
     assert outcome(32, 4) == "works as written"  # 8 tokens per chunk
     assert outcome(4, 4) == "could not check"  # the server groups everything itself
+
+
+def test_an_engine_claim_reports_service_and_queueing_apart() -> None:
+    """"vLLM vs Transformers: -99%" at 10 concurrent mostly measured Transformers' queue (it
+    serves one request at a time): the note says served and waiting apart, and the article's
+    number beside them."""
+    from playground.claims.explain import engine_split, service_and_queue
+    from tests.records import make_record
+
+    serial = [make_record("transformers", e2e) for e2e in (1000.0, 2000.0, 3000.0, 4000.0)]
+    batched = [make_record("vllm", 300.0, server={"queue_time_ms": 0.5}) for _ in range(4)]
+    assert service_and_queue(serial, True)[:2] == pytest.approx((1000.0, 1500.0))
+    assert service_and_queue(batched, False)[:2] == pytest.approx((299.5, 0.5))
+    assert service_and_queue(serial, False)[0] is None  # no queue time and not one at a time
+    note = engine_split(serial, batched, ("transformers", "vllm"), {"transformers"},
+                        "2812 -> 1124 ms P50 (2.5x)")
+    assert note.startswith("served: transformers 1,000 ms vs vllm 300 ms per request (3.3x)")
+    assert "waiting behind the others: 1,500 ms vs 0.5 ms" in note
+    assert note.endswith("the article: 2812 -> 1124 ms P50 (2.5x)")
