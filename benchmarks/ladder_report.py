@@ -8,7 +8,10 @@
 FOLDER holds step-a.jsonl ... step-d.jsonl (every request of every step) and run.json (the
 servers' memory and the settings). The columns are the article's: P50, P95 (E2E, lab/stats'
 one percentile convention), accuracy (field match with the data set's gold answers), JSON
-validity, error rate, memory -- next to the article's P50 / P95.
+validity, error rate, memory -- next to the article's P50 / P95 -- and, because the steps run 10
+at a time as in the article, each step's E2E split into per-request service and waiting behind
+the others (claims/explain.service_and_queue: vLLM's own queue time; Transformers, which serves
+one request at a time, from the completions): "x step A" compares E2Es, mostly the queue.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from playground.claims.explain import client_overhead  # noqa: E402
+from playground.claims.explain import client_overhead, service_and_queue  # noqa: E402
 from playground.core.record import values  # noqa: E402
 from playground.lab.stats import percentile  # noqa: E402
 from playground.lab.store import read_run  # noqa: E402
@@ -67,6 +70,9 @@ def table(folder: Path) -> dict[str, Any]:
             "demo_model": bool(r.meta.demo_model),
             "guided": bool(timed and timed[0].variant.guided_json is not None),
         })
+        # at 10 concurrent, E2E is service plus waiting behind the others: apart
+        served, waiting, how = service_and_queue(ok, row["engine"] == "transformers")
+        row.update(served_p50_ms=served, waiting_p50_ms=waiting, served_how=how)
         rows.append(row)
     measured = [x for x in rows if x.get("p50_ms") is not None]
     if measured:
@@ -87,12 +93,13 @@ def _p(v: float | None) -> str:
 
 
 def markdown(t: dict[str, Any]) -> str:
-    lines = ["| step | P50 | P95 | x step A | tokens (p50) | accuracy | JSON valid | errors | "
-             "memory | article P50 / P95 |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| step | P50 | P95 | x step A | served / waiting (p50) | tokens (p50) | accuracy | "
+             "JSON valid | errors | memory | article P50 / P95 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in t["rows"]:
         art = f"{_ms(r['article_p50_ms'])} / {_ms(r['article_p95_ms'])}"
         if r.get("status") != "measured":
-            lines.append(f"| {r['step']} | not run: {r['status']} | | | | | | | | {art} |")
+            lines.append(f"| {r['step']} | not run: {r['status']} | | | | | | | | | {art} |")
             continue
         mem = (f"{r['gpu_mib']:,} MiB GPU" if r.get("gpu_mib") else
                f"{r['rss_mib']:,.0f} MiB RSS" if r.get("rss_mib") else "-")
@@ -104,8 +111,10 @@ def markdown(t: dict[str, Any]) -> str:
         valid = ("n/m (random weights)" if demo and not r.get("guided")
                  else _p(r["json_valid_pct"]))
         tokens = "-" if r.get("tokens_p50") is None else f"{r['tokens_p50']:.0f}"
+        split = (f"{_ms(r.get('served_p50_ms'))} / {_ms(r.get('waiting_p50_ms'))}"
+                 if r.get("served_p50_ms") is not None else "-")
         lines.append(f"| {r['step']} | {_ms(r['p50_ms'])} | {_ms(r['p95_ms'])} | {vs} | "
-                     f"{tokens} | {acc} | {valid} | "
+                     f"{split} | {tokens} | {acc} | {valid} | "
                      f"{_p(r['error_rate_pct'])} ({r['failed']}/{r['n']}) | {mem} | {art} |")
     return "\n".join(lines)
 
@@ -163,7 +172,11 @@ def docs_block() -> list[str]:
         st = t["settings"]
         lines += [f"{title}: {st['concurrency']} requests at a time, {st['examples']} x "
                   f"{st['repetitions']} per step after {st['warmup']} warm-up "
-                  f"([every request](results/{machine}/engines/ladder/)).", "",
+                  f"([every request](results/{machine}/engines/ladder/)). \"x step A\" compares "
+                  "E2Es at that concurrency, and Transformers serves one request at a time: "
+                  "its E2E is mostly waiting behind the others; \"served / waiting\" splits "
+                  "each step's E2E (vLLM: its own queue time; Transformers: from the "
+                  "completions).", "",
                   markdown(t), ""]
         board = folder / "claims-claims.json"
         if board.is_file():

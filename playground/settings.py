@@ -85,6 +85,12 @@ class Settings(BaseModel):
     # request that comes from one of them is the visitor named in its X-Forwarded-For. From
     # any other address that header is the client's own words, and ignored.
     trusted_proxies: str = ""
+    # A shared page (--share, a Space, --auth, a non-loopback host) keeps server powers and
+    # other base URLs with the operator; these let its visitors have them (the flags of the
+    # same names): start, stop and restart servers, model directories, benchmarks and claims
+    # that start servers -- and type a base URL other than the configured ones.
+    allow_visitor_servers: bool = False
+    allow_visitor_urls: bool = False
     # benchmarks/ui_fidelity only: stamp every live message with its send time and log each
     # one's arrival in the page (window.qllFeedLog); off in normal use
     ui_instrument: bool = False

@@ -114,6 +114,15 @@ def parser() -> argparse.ArgumentParser:
                    help="the address of a reverse proxy in front of the app (repeatable): a "
                    "request from it counts as the visitor its X-Forwarded-For names; anyone "
                    "else's X-Forwarded-For is ignored (PLAYGROUND_TRUSTED_PROXIES)")
+    p.add_argument("--allow-visitor-servers", action="store_true",
+                   help="on a shared page, let visitors start, stop and restart servers (each "
+                   "a process on this machine, with any model name or directory they type), "
+                   "and run benchmarks and claims that start servers "
+                   "(PLAYGROUND_ALLOW_VISITOR_SERVERS)")
+    p.add_argument("--allow-visitor-urls", action="store_true",
+                   help="on a shared page, let visitors point the app at base URLs of their "
+                   "own: this app then sends requests wherever they type, from this machine "
+                   "(PLAYGROUND_ALLOW_VISITOR_URLS)")
     p.set_defaults(func=cmd_ui)
 
     p = sub.add_parser("record", help="turn a playground run (runs/playground/*.jsonl) into "

@@ -79,7 +79,9 @@ def launch(settings: Settings, *, host: str = "127.0.0.1", port: int = 7860,
         banner = DEMO_NOTICE if server.is_demo_model else ""
         if server.managed is not None:
             note = " ".join(server.managed.command())
-    ctx = UIContext.create(settings, banner, note, replay_only=replay_only)
+    # shared: others can open it -- server powers and other base URLs stay the operator's
+    shared = share or not is_local(host) or bool(auth) or on_space()
+    ctx = UIContext.create(settings, banner, note, replay_only=replay_only, shared=shared)
     started = server is not None and server.managed is not None
     if not replay_only and (settings.warmup == "always" or (started and settings.warmup == "auto")):
         ctx.start_warmup()  # a server we just brought up: its first run should not be cold

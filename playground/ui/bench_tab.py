@@ -164,6 +164,14 @@ def build(ctx: UIContext) -> None:
             exp = exp.model_validate({**exp.model_dump(by_alias=True), **update})
         except (PlaygroundError, ValueError) as e:
             raise gr.Error(escape(str(e))) from None
+        if any(v.server for v in exp.variants) and (refused := ctx.servers_refused()):
+            raise gr.Error(escape(f"{name} starts servers of its own: {refused}"))
+        for v in exp.variants:  # a variant aimed at another server: the same rule as typing
+            if v.base_url:
+                try:
+                    ctx.connection(v.base_url, None)
+                except PlaygroundError as e:
+                    raise gr.Error(escape(f"{name}, variant {v.name}: {e}")) from None
         path: Path | None = None
         run = Run()  # the lines as they arrive: no re-reading of the run file
         benches[who] = benches.get(who, 0) + 1

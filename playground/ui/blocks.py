@@ -17,7 +17,10 @@ CSS = """
 .hl-name { font-weight: 600; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .hl-big { font-size: 1.9em; font-weight: 700; line-height: 1.15; }
 .hl-label { font-size: 0.8em; color: #666; }
-.hl-cmp { font-weight: 600; color: #2e7d32; }
+.hl-cmp { font-weight: 600; color: #555; }
+.hl-cmp.hl-faster, .ladder-faster { color: #2e7d32; }
+.hl-cmp.hl-slower, .ladder-slower { color: #c62828; }
+.ladder-same { color: #555; }
 .stale { opacity: 0.25; }
 .hl-replay { font-weight: 600; color: #7c3aed; margin-bottom: 4px; }
 #server-status[data-replay]::before { font-weight: 600; color: #7c3aed;

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,8 @@ def build(ctx: UIContext) -> None:
 
     async def do_run(servers: bool, n_ex: float | None, n_rep: float | None, picked: list[str],
                      run: BoardRun):
+        if servers and (refused := ctx.servers_refused()):
+            raise gr.Error(escape(f"include server A/Bs: {refused}"))
         chosen = [c for c in ordered if c.id in set(picked or [])] or ordered
         whole = len(chosen) == len(ordered)
         options = {"with_servers": servers, "examples": int(n_ex) if n_ex else None,

@@ -12,7 +12,7 @@ import gradio as gr
 
 from playground.core import request
 from playground.errors import ValidationFailed
-from playground.specs.presets import Variant
+from playground.specs.presets import PresetLibrary, Variant
 from playground.ui import ids
 from playground.ui.columns import (
     CLIENT_CHOICES,
@@ -47,6 +47,7 @@ class Column:
     code_py: Any = None
     code_curl: Any = None
     phases: Any = None
+    title: Any = None  # "Variant 1", or what a ladder played in it
 
     def controls(self) -> list[Any]:
         """Every control's component, in table order (what Run, Save and View code read)."""
@@ -84,8 +85,8 @@ def column(i: int, ctx: UIContext) -> Column:
     rows = {place: [f for f in FIELDS if f.place == place]
             for place in ("toggles", "main", "sampling")}
     with gr.Column(visible=i < 2, min_width=280) as box:
-        gr.Markdown(f"### Variant {i + 1}")
-        col = Column(box, None)
+        title = gr.Markdown(column_title(i))
+        col = Column(box, None, title=title)
         with gr.Column(elem_classes=["pv-hide"]):
             col.preset = gr.Dropdown(names, value=preset_name, label=f"preset {i + 1}")
             with gr.Row():
@@ -128,19 +129,29 @@ def read_variant(ctx: UIContext, preset: str | None, vals: Sequence[Any],
                                  name=name)
 
 
-def wire_column(c: Column, ctx: UIContext, base_url: Any, model: Any) -> None:
-    def load_preset(name: str) -> list[Any]:
-        values = controls_from_variant(ctx.library.get(name), ctx.library)
-        out: list[Any] = []
-        for f in FIELDS:
-            if f.parts == 2:  # the custom box shows only when "custom" is chosen
-                choice, text = values[f.name]
-                out += [choice, gr.update(value=text, visible=choice == CUSTOM)]
-            else:
-                out.append(values[f.name])
-        return out
+def column_title(i: int, step: str = "") -> str:
+    return f"### Variant {i + 1}" + (f" · {step}" if step else "")
 
-    c.preset.input(load_preset, c.preset, c.controls(), api_name=False)
+
+def control_values(v: Variant, library: PresetLibrary) -> list[Any]:
+    """Every control's new value for variant `v`, in table order (Column.controls)."""
+    values = controls_from_variant(v, library)
+    out: list[Any] = []
+    for f in FIELDS:
+        if f.parts == 2:  # the custom box shows only when "custom" is chosen
+            choice, text = values[f.name]
+            out += [choice, gr.update(value=text, visible=choice == CUSTOM)]
+        else:
+            out.append(values[f.name])
+    return out
+
+
+def wire_column(i: int, c: Column, ctx: UIContext, base_url: Any, model: Any) -> None:
+
+    def load_preset(name: str) -> list[Any]:  # the column is the user's again: its plain title
+        return [column_title(i), *control_values(ctx.library.get(name), ctx.library)]
+
+    c.preset.input(load_preset, c.preset, [c.title, *c.controls()], api_name=False)
     for f in FIELDS:
         if f.parts == 2:
             choice, box = c.inputs[f.name]

@@ -24,7 +24,7 @@ from playground.server.managed import ManagedServer
 from playground.settings import Settings, check_base_url
 from playground.specs.experiments import load_dataset
 from playground.specs.presets import PresetLibrary
-from playground.ui.live_feed import Feeds
+from playground.ui.live_channels import Feeds
 from playground.ui.run_route import Plans, Starter
 
 
@@ -99,6 +99,9 @@ class UIContext:
     banner: str = ""  # e.g. "serving the random-weight demo model"
     server_note: str = ""  # the managed server's command line, for reports
     replay_only: bool = False  # no server configured (e.g. a CPU-only Space): replay mode
+    # reachable by others (--share, a Space, --auth, a non-loopback host): operator powers
+    # (servers, other base URLs) stay with the operator unless the settings allow them
+    shared: bool = False
     examples: list[str] = field(default_factory=list)
     concurrency_limit: int = 16
     measure: MeasureLoop = field(default_factory=MeasureLoop)
@@ -114,12 +117,13 @@ class UIContext:
 
     @classmethod
     def create(cls, settings: Settings, banner: str = "", server_note: str = "",
-               replay_only: bool = False) -> UIContext:
+               replay_only: bool = False, shared: bool = False) -> UIContext:
         library = PresetLibrary(settings.presets_dir, settings.user_presets_dir)
         examples = load_examples(settings.presets_dir)
         return cls(settings, library, banner=banner, server_note=server_note,
-                   replay_only=replay_only, examples=examples,
-                   feeds=Feeds(instrument=settings.ui_instrument))
+                   replay_only=replay_only, examples=examples, shared=shared,
+                   feeds=Feeds(instrument=settings.ui_instrument,
+                               address=lambda r: visitor_of(r, settings.proxies())))
 
     def routes(self) -> list[Any]:
         """The app's own routes: each page's live channel, the stage's Run and Stop (and, in
@@ -152,14 +156,38 @@ class UIContext:
         """The owner whose runs a visitor's lists show (None: all, `--all-runs`)."""
         return None if self.settings.list_all_runs else owner
 
+    def servers_refused(self) -> str:
+        """Why a visitor may not start, stop or restart servers here ("" when they may): on a
+        shared page that is the operator's, unless the operator allowed it."""
+        if not self.shared or self.settings.allow_visitor_servers:
+            return ""
+        return ("starting, stopping and restarting servers (and benchmarks or claims that "
+                "start them, and model directories) is the operator's on a shared page: each "
+                "is a process on the operator's machine. The operator can allow it with "
+                "`playground ui --allow-visitor-servers`")
+
+    def known_urls(self) -> set[str]:
+        """The base URLs the operator configured: the app's own, and the servers it runs."""
+        urls = {self.settings.base_url, *(s.config.base_url for s in self.servers.values())}
+        return {u.rstrip("/") for u in urls if u}
+
     def connection(self, url: str, typed_key: str | None) -> tuple[str, str]:
         """(base URL, API key) for one visitor's request: the URL must be http(s) (nothing is
         sent otherwise), and the operator's configured key goes to the operator's URL only --
-        a URL a visitor typed gets the key that visitor typed, or none."""
+        a URL a visitor typed gets the key that visitor typed, or none. On a shared page a
+        visitor reaches the operator's servers only (unless --allow-visitor-urls): the app
+        never becomes a way to send requests from the operator's machine to anywhere."""
         try:
             url = check_base_url(str(url or ""))
         except ValueError as e:
             raise ValidationFailed("base URL", str(e)) from None
+        if (self.shared and not self.settings.allow_visitor_urls
+                and url.rstrip("/") not in self.known_urls()):
+            raise ValidationFailed(
+                "base URL", "on a shared page only the operator's server can be used "
+                f"({', '.join(sorted(self.known_urls())) or 'none configured'}): put that "
+                "URL back. The operator can allow other URLs with `playground ui "
+                "--allow-visitor-urls`")
         return url, typed_key or self.settings.api_key_for(url)
 
     def pool(self, api_key: str) -> ClientPool:

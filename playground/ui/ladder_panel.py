@@ -20,32 +20,55 @@ from playground.lab import ladder as lad
 from playground.lab.replay import from_history, save
 from playground.outputs import figures
 from playground.outputs.fmt import md_text, ms
-from playground.specs.ladders import Ladder, ladder_names, load_ladder
+from playground.specs.ladders import Ladder, ladder_names, load_ladder, step_variants
+from playground.ui.column_view import column_title, control_values
 from playground.ui.context import UIContext, owner_of
 from playground.ui.live_feed import FOLLOW_JS
 from playground.ui.stage import Session, Shown, Stage, record_history
 
 
+def change_html(saved_ms: float | None) -> str:
+    """What a step did to the first visible character, in words and in the colour of its sign
+    (green faster, red slower): "1,731 ms slower", never a "+" in a column named "saved"."""
+    if saved_ms is None:
+        return "-"
+    if abs(saved_ms) < 0.5:
+        return "<span class='ladder-same'>no change</span>"
+    word, cls = ("faster", "ladder-faster") if saved_ms > 0 else ("slower", "ladder-slower")
+    return f"<span class='{cls}'>{ms(abs(saved_ms))} {word}</span>"
+
+
 def table_html(ladder: Ladder, step_rows: list[lad.StepRow]) -> str:
+    """The article's table as it ran: one row per step, each value in its own column (a step
+    that did not run keeps its reason in the measured columns and its article numbers in
+    theirs), and the caveat that each step is one sample."""
     head = ("<tr><th>step</th><th>first visible (answer) character</th><th>E2E</th>"
-            "<th>saved vs the step before</th><th>article P50 (P95)</th><th>JSON valid</th>"
+            "<th>vs the step before</th><th>article P50 (P95)</th><th>JSON valid</th>"
             "</tr>")
     body = []
     for r, step in zip(step_rows, ladder.steps, strict=True):
         art = "-" if r.article_p50_ms is None else ms(r.article_p50_ms) + (
             f" ({ms(step.article_p95_ms)})" if step.article_p95_ms else "")
         if r.status != "measured":
-            body.append(f"<tr><td>{escape(r.label)}</td><td colspan='4'>"
-                        f"<em>{escape(r.status)}</em></td><td>{art}</td></tr>")
+            body.append(f"<tr><td>{escape(r.label)}</td><td colspan='3'>"
+                        f"<em>{escape(r.status)}</em></td><td>{art}</td><td>-</td></tr>")
             continue
-        saved = "-" if r.saved_ms is None else (
-            f"−{ms(r.saved_ms)}" if r.saved_ms >= 0 else f"+{ms(-r.saved_ms)}")
         valid = "-" if r.json_valid is None else ("yes" if r.json_valid else "no")
         body.append(f"<tr><td>{escape(r.label)}</td><td><b>{ms(r.visible_ms)}</b></td>"
-                    f"<td>{ms(r.e2e_ms)}</td><td>{saved}</td><td>{art}</td><td>{valid}</td>"
-                    "</tr>")
+                    f"<td>{ms(r.e2e_ms)}</td><td>{change_html(r.saved_ms)}</td><td>{art}</td>"
+                    f"<td>{valid}</td></tr>")
+    caveat = ("<p class='ladder-caveat'><em>One sample per step</em> (one request each, "
+              "played one after another): a difference between two steps carries no "
+              "interval and can be this machine's noise -- two steps that generate the same "
+              "number of tokens can differ by seconds on a busy CPU. For intervals, run the "
+              "same steps as an experiment in the Benchmark tab (interleaved, repeated).</p>")
     return (f"<p><b>{escape(ladder.title)}</b></p><table class='ladder-table'>{head}"
-            f"{''.join(body)}</table>")
+            f"{''.join(body)}</table>{caveat}")
+
+
+def step_titles(ladder: Ladder) -> dict[int, str]:
+    """Each column's card and title: the step it plays."""
+    return {i: step.label for i, step in enumerate(ladder.steps)}
 
 
 def ladder_view(ctx: UIContext, sess: Session) -> list[Any]:
@@ -97,7 +120,20 @@ def build(ctx: UIContext, stage: Stage, session: Any, n_columns: Any, prompt: An
             raise gr.Error(escape(str(bad)))
         slots = lad.fill(steps, checked.recordings)
         sess.pending = (ladder, slots, url.strip(), key)
-        return [len(ladder.steps), f"▶️ playing <b>{escape(ladder.title)}</b> step by step…"]
+        return [len(ladder.steps), f"▶️ playing <b>{escape(ladder.title)}</b> step by step…",
+                *shown_steps(ladder)]
+
+    def shown_steps(ladder: Ladder) -> list[Any]:
+        """Each column's title and controls: the step it plays (what ran, not the presets)."""
+        variants = step_variants(ladder, ctx.settings.presets_dir)
+        out: list[Any] = []
+        for i, c in enumerate(stage.columns):
+            if i < len(variants):
+                out += [column_title(i, ladder.steps[i].label),
+                        *control_values(variants[i], ctx.library)]
+            else:
+                out += [gr.skip()] * (1 + len(c.controls()))
+        return out
 
     async def do_play(tok: str, sess: Session, request: gr.Request) -> list[Any]:
         if sess.pending is None or not isinstance(sess.pending[0], Ladder):
@@ -105,7 +141,7 @@ def build(ctx: UIContext, stage: Stage, session: Any, n_columns: Any, prompt: An
         ladder, slots, url, key = sess.pending
         sess.pending = None
         shown = Shown("ladder", url=url, cold=ctx.warm.warming, ladder=ladder.name,
-                      ladder_slots=slots)
+                      ladder_slots=slots, titles=step_titles(ladder))
         frame = stage.frame(tok)
         for i, s in enumerate(slots):
             if isinstance(s, str):
@@ -126,7 +162,9 @@ def build(ctx: UIContext, stage: Stage, session: Any, n_columns: Any, prompt: An
         return values
 
     ev = play_btn.click(do_head, [pick, prompt, base_url, api_key, model, session],
-                        [n_columns, table], api_name=False)
+                        [n_columns, table, *[x for c in stage.columns
+                                             for x in (c.title, *c.controls())]],
+                        api_name=False)
     ev.success(do_play, [stage.token, session], stage.live_outputs(), api_name=False,
                preprocess=False, postprocess=False, show_progress="hidden", js=FOLLOW_JS,
                queue=False

@@ -26,26 +26,26 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
-from typing import TypedDict
-
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response, StreamingResponse
-from starlette.routing import Route
+from typing import Protocol, TypedDict
 
 from playground.core.runner import Recording
 from playground.outputs.live_svg import latency_bars, live_timeline
 from playground.ui import ids
-from playground.ui.login import logged_in
 from playground.ui.render import headline_html, status_html
 
 FRAME_S = 0.03
 POLL_S = 0.004
 HEARTBEAT_S = 0.25  # status lines (elapsed time), the headline and the live timeline
-MAX_FEEDS = 256  # pages followed at once (the least recently used is dropped)
-KEEPALIVE_S = 15.0
 WAIT_S = 30.0  # the page connects at the click, before the run is registered and prepared
 ORPHAN_S = 20.0  # a run no page has followed this long is stopped (the visitor left)
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{16,64}")
+
+
+class Followed(Protocol):
+    """What a feed knows of its page's channel (ui/live_channels.Channel)."""
+
+    followers: int  # open streams of the page
+    left: float  # when the last one closed
 
 
 class LiveMessage(TypedDict, total=False):
@@ -74,10 +74,11 @@ class Feed:
     opened: float = field(default_factory=time.monotonic)
     done: bool = False
     on_close: Callable[[], None] | None = None  # the page went away mid-run: stop the run
-    channel: Channel | None = None  # the page's connection (None: a malformed token)
+    channel: Followed | None = None  # the page's connection (None: a malformed token)
     show_reasoning: bool = False  # the page shows reasoning: the headline counts it
     handover: bool = False  # a stage Run: its end asks the page to fetch the results
     replay: str = ""  # a replay's label ("replay of <recording> (<machine>, <date>)"); "" live
+    titles: dict[int, str] = field(default_factory=dict)  # column -> what it ran (a step)
 
     def finish(self) -> None:
         self.done = True
@@ -90,91 +91,6 @@ class Feed:
         if ch is None:
             return now - self.opened > grace_s
         return ch.followers == 0 and now - max(ch.left, self.opened) > grace_s
-
-
-class Channel:
-    """One page's live connection, opened when the page loads and kept: at the click there
-    is no connection to set up (a new one waited behind the browser's busy main thread for
-    0.1-0.6 s on a 2-core machine). Each run of that page replaces `feed` and wakes it."""
-
-    def __init__(self) -> None:
-        self.feed: Feed | None = None
-        self.wake = asyncio.Event()
-        self.used = time.monotonic()
-        self.followers = 0  # open streams of this page (0: the page is closed or reconnecting)
-        self.left = float("-inf")  # when the last one closed
-
-
-class Feeds:
-    """The pages that follow their runs live, by the page's token."""
-
-    def __init__(self, instrument: bool = False) -> None:
-        self._channels: dict[str, Channel] = {}
-        self.instrument = instrument  # stamp messages for benchmarks/ui_fidelity (Settings)
-
-    def _channel(self, token: str) -> Channel:
-        ch = self._channels.get(token)
-        if ch is None:
-            while len(self._channels) >= MAX_FEEDS:  # the least recently used goes
-                oldest = min(self._channels, key=lambda k: self._channels[k].used)
-                del self._channels[oldest]
-            ch = self._channels[token] = Channel()
-        ch.used = time.monotonic()
-        return ch
-
-    def open(self, token: str) -> Feed:
-        """A feed for the run a page (`token`, from FOLLOW_JS) is starting. A malformed token
-        gets a feed nobody follows: that page then sees the run when it ends, not live."""
-        feed = Feed()
-        if TOKEN_RE.fullmatch(token or ""):
-            ch = self._channel(token)
-            if ch.feed is not None:
-                ch.feed.finish()
-            ch.feed = feed
-            feed.channel = ch
-            ch.wake.set()
-        return feed
-
-    def route(self, path: str = f"/{ids.LIVE_ROUTE}{{token}}") -> Route:
-        return Route(path, self._endpoint, methods=["GET"])
-
-    async def _endpoint(self, request: Request) -> Response:
-        token = request.path_params.get("token", "")
-        if not logged_in(request):
-            return PlainTextResponse("not logged in", status_code=401)
-        if not TOKEN_RE.fullmatch(token):
-            return PlainTextResponse("bad live token", status_code=400)
-        return StreamingResponse(follow_channel(self._channel(token), self.instrument),
-                                 media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache",
-                                          "X-Accel-Buffering": "no"})
-
-
-async def follow_channel(ch: Channel, instrument: bool = False) -> AsyncIterator[bytes]:
-    """A page's stream: every run it starts, one after another; a comment now and then so a
-    closed page is noticed (the write fails and this generator is closed)."""
-    ch.followers += 1
-    done: Feed | None = None
-    try:
-        yield b": live\n\n"
-        while True:
-            feed = ch.feed
-            if feed is not None and feed is not done:
-                async for chunk in stream(feed, instrument=instrument):
-                    yield chunk
-                done = feed
-                continue
-            ch.wake.clear()
-            try:
-                await asyncio.wait_for(ch.wake.wait(), timeout=KEEPALIVE_S)
-            except TimeoutError:
-                yield b": keep-alive\n\n"
-    finally:  # the page closed (or lost) its stream: a run it was watching is stopped
-        ch.followers -= 1
-        ch.left = time.monotonic()
-        feed = ch.feed
-        if feed is not None and not feed.done and feed.on_close is not None:
-            feed.on_close()
 
 
 def _event(data: object) -> bytes:
@@ -197,13 +113,15 @@ def _end(feed: Feed) -> LiveMessage:
 def _views(feed: Feed, final: bool) -> LiveMessage:
     """Status lines, headline and timeline (and, at the end, the latency bars)."""
     now = time.perf_counter()
-    status = {str(col): escape(note) for col, note in feed.notes.items()}
+    # at the end, a column's own box says why it was not sent: the line does not repeat it
+    status = {str(col): "" if final else escape(note) for col, note in feed.notes.items()}
     status.update({str(col): "" if final else status_html(rec, now, feed.started,
                                                           replay=bool(feed.replay))
                    for rec, col in zip(feed.recs, feed.where, strict=False)})
     out = LiveMessage(status=status,
                       headline=headline_html(feed.recs, now, feed.show_reasoning,
-                                             replay=feed.replay),
+                                             replay=feed.replay, where=feed.where,
+                                             titles=feed.titles, notes=feed.notes),
                       timeline=live_timeline(feed.recs, now), replay=feed.replay)
     if final:
         out["bars"] = latency_bars(feed.recs)

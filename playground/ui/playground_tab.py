@@ -134,8 +134,8 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
     # --- columns ----------------------------------------------------------------------------
     n_columns.change(lambda n: [gr.update(visible=i < int(n)) for i in range(MAX_COLUMNS)],
                      n_columns, [c.box for c in columns], api_name=False)
-    for c in columns:
-        wire_column(c, ctx, base_url, model)
+    for i, c in enumerate(columns):
+        wire_column(i, c, ctx, base_url, model)
 
     # --- run ----------------------------------------------------------------------------------
     show_reasoning.change(lambda on: [gr.update(open=bool(on)) for _ in columns],

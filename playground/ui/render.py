@@ -4,7 +4,7 @@ presenter's headline row)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 
 from playground.core.metrics import Metrics, residual_ms, server_parts
@@ -93,7 +93,8 @@ def badge_md(rec: Recording) -> str:
         if rec.reasoning:
             return "JSON: no answer (all output was reasoning: thinking never ended)"
         return ""
-    return badge(score(rec.content, schema))
+    # the validator's message quotes the model's output: text, never Markdown or HTML
+    return md_text(badge(score(rec.content, schema)))
 
 
 def error_md(rec: Recording) -> str:
@@ -108,58 +109,80 @@ def error_md(rec: Recording) -> str:
 ONE_RUN = " (one run each, no interval)"
 
 
-def _speedup(base: float | None, this: float | None) -> str:
+def _speedup(base: float | None, this: float | None, base_col: int = 1) -> tuple[str, str]:
+    """(the comparison with the baseline column, its class: the colour follows the sign)."""
     if base is None or this is None or this <= 0:
-        return ""
+        return "", ""
     ratio = base / this
     if ratio >= 1.05:
-        return f"{ratio:.1f}× faster than column 1{ONE_RUN}"
+        return f"{ratio:.1f}× faster than column {base_col}{ONE_RUN}", "hl-faster"
     if ratio <= 0.95:
-        return f"{1 / ratio:.1f}× slower than column 1{ONE_RUN}"
-    return f"same as column 1{ONE_RUN}"
+        return f"{1 / ratio:.1f}× slower than column {base_col}{ONE_RUN}", "hl-slower"
+    return f"same as column {base_col}{ONE_RUN}", "hl-same"
 
 
 HEADLINE_LABEL = {False: "first answer character", True: "first character (reasoning shown)"}
 
 
+def _card(i: int, name: str, big: str, label: str, small: str, cmp: str, cls: str) -> str:
+    return (f'<div class="hl-card hl-{i}"><div class="hl-name">{i + 1}. {escape(name)}</div>'
+            f'<div class="hl-big">{big}</div><div class="hl-label">{label}</div>'
+            f'<div class="hl-small">{small}</div><div class="hl-cmp {cls}">{cmp}</div></div>')
+
+
 def headline_html(recs: Sequence[Recording], now: float | None = None,
-                  show_reasoning: bool = False, replay: str = "") -> str:
-    """The presenter's row: per column, in large type, when the first character the audience
-    sees appeared, the E2E and how it compares with column 1 (the first column is the
-    baseline). By default that is the first ANSWER character (the reasoning panels are
-    collapsed); with `show_reasoning` (the page opens them) reasoning counts too. A column
-    that ended with no answer says so and is compared with nothing. A replay says so above
-    the cards (`replay`: its label), so the presenter view never passes it off as live."""
-    if not recs:
+                  show_reasoning: bool = False, replay: str = "",
+                  where: Sequence[int] | None = None, titles: Mapping[int, str] | None = None,
+                  notes: Mapping[int, str] | None = None) -> str:
+    """The presenter's row: one card per column, in large type, when the first character the
+    audience sees appeared, the E2E and how it compares with the baseline (the first column
+    that ran). By default that is the first ANSWER character (the reasoning
+    panels are collapsed); with `show_reasoning` (the page opens them) reasoning counts too.
+    A column that ended with no answer says so and is compared with nothing. `where`: each
+    recording's column (a ladder's skipped step keeps its column: its card says `notes`' reason);
+    `titles`: what each column ran, when not its variant's name (a ladder's step). A replay
+    says so above the cards (`replay`: its label), so the presenter view never passes it off
+    as live."""
+    if not recs and not notes:
         return ""
+    where = list(where) if where is not None else list(range(len(recs)))
+    titles, notes = titles or {}, notes or {}
     label = HEADLINE_LABEL[show_reasoning]
-    waits = [r.metrics().first_visible_ms(show_reasoning) if r.error is None else None
-             for r in recs]
+    waits = {col: (r.metrics().first_visible_ms(show_reasoning) if r.error is None else None)
+             for r, col in zip(recs, where, strict=False)}
+    base_col = min(waits) if waits else None  # the first column that ran (not a skipped step)
     cards = []
-    for i, r in enumerate(recs):
+    by_col = dict(zip(where, recs, strict=False))
+    for i in range(max([*where, *notes, -1]) + 1):
+        name = titles.get(i) or (by_col[i].variant.name if i in by_col else f"column {i + 1}")
+        r = by_col.get(i)
+        if r is None:
+            reason = notes.get(i, "")
+            cards.append(_card(i, name, "not run", label, escape(reason[:120]), "", ""))
+            continue
         m = r.metrics()
         wait = waits[i]
+        cmp, cls = "", ""
         if r.error is not None:
-            big, small, cmp = "failed", escape(type(r.error).__name__), ""
+            big, small = "failed", escape(type(r.error).__name__)
         elif wait is None and r.status == "done":
-            big, cmp = "no answer", ""
+            big = "no answer"
             small = (f"reasoning only · E2E {ms(m.e2e_ms)}" if m.e2e_ms is not None
                      else "reasoning only")
         elif wait is None:
             big = "…" if r.status in ("pending", "running") else "-"
-            small, cmp = ("stopped" if r.status == "cancelled" else "waiting for the first "
-                          "character"), ""
+            small = ("stopped" if r.status == "cancelled" else "waiting for the first "
+                     "character")
         else:
             big = ms(wait)
             small = f"E2E {ms(m.e2e_ms)}" if r.finished and m.e2e_ms is not None else "E2E …"
             if r.status == "cancelled":
                 small += " (stopped)"
-            cmp = "baseline" if i == 0 else _speedup(waits[0], wait)
-        cards.append(
-            f'<div class="hl-card hl-{i}"><div class="hl-name">{i + 1}. '
-            f'{escape(r.variant.name)}</div><div class="hl-big">{big}</div>'
-            f'<div class="hl-label">{label}</div>'
-            f'<div class="hl-small">{small}</div><div class="hl-cmp">{cmp}</div></div>')
+            if i == base_col:
+                cmp = "baseline"
+            elif base_col is not None:  # (a baseline with no answer: compared with nothing)
+                cmp, cls = _speedup(waits[base_col], wait, base_col + 1)
+        cards.append(_card(i, name, big, label, small, cmp, cls))
     row = f'<div class="hl-row" id="headline-row">{"".join(cards)}</div>'
     return (f'<div class="hl-replay">▶ {escape(replay)}: recorded numbers, not this '
             f'server\'s</div>{row}' if replay else row)

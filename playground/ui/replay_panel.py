@@ -4,6 +4,7 @@ re-stream every column at its recorded pace, with no server. Also: save the last
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from html import escape
@@ -25,9 +26,28 @@ from playground.lab.replay import (
 )
 from playground.lab.store import RunStore
 from playground.outputs.fmt import DEMO_NOTICE, md_text
+from playground.specs.ladders import load_ladder
 from playground.ui.context import UIContext, owner_of
+from playground.ui.ladder_panel import step_titles
 from playground.ui.live_feed import FOLLOW_JS
 from playground.ui.stage import Session, Shown, Stage
+
+SHARED_REPLAY_S = 180.0  # the longest replay a visitor may play on a shared page
+
+
+def replay_refused(shared: bool, rate: float, recorded_s: float) -> str:
+    """Why a visitor may not play this replay here ("" when they may): on a shared page a
+    replay holds one of the app's run slots while it plays, so it runs at 1x or faster and
+    for at most SHARED_REPLAY_S."""
+    if not shared:
+        return ""
+    if rate < 1:
+        return (f"speed: {rate:g}x -- on a shared page replays run at 1x or faster (each "
+                "holds one of the app's run slots while it plays)")
+    if recorded_s / rate > SHARED_REPLAY_S:
+        return (f"recording: plays {recorded_s / rate:.0f} s at {rate:g}x; on a shared page "
+                f"a replay may take at most {SHARED_REPLAY_S:.0f} s -- raise the speed")
+    return ""
 
 
 def recording_choices(ctx: UIContext, owner: str = "") -> list[str]:
@@ -80,9 +100,11 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
 
     head_outputs = [info, n_columns, prompt, *[c.preset for c in columns]]
 
-    def check(path: str | None, sess: Session, owner: str, uploaded: bool = False
-              ) -> RecordingFile:
-        """The recording, or a gr.Error that names what is wrong with it."""
+    def check(path: str | None, sess: Session, owner: str, uploaded: bool = False,
+              rate: float = 1.0) -> RecordingFile:
+        """The recording, or a gr.Error that names what is wrong with it. On a shared page a
+        replay holds one of the app's slots for its whole length: visitors replay at 1x or
+        faster, and for at most SHARED_REPLAY_S."""
         if not path:
             raise gr.Error("recording: pick one from the list or upload a file")
         if sess.active is not None:
@@ -96,13 +118,17 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
         if len(rec.columns) > len(columns):
             raise gr.Error(f"recording: has {len(rec.columns)} columns; the playground shows "
                            f"at most {len(columns)}")
+        refused = replay_refused(ctx.shared, float(rate or 1),
+                                 max((c.t_last or 0.0 for c in rec.columns), default=0.0))
+        if refused:
+            raise gr.Error(refused)
         return rec
 
     def do_head(choice: str | None, uploaded: str | None, rate: float, sess: Session,
                 request: gr.Request) -> list[Any]:
         """Set up the columns (names, prompt, the note); `do_play`, fired by the same click,
         plays the recording -- neither waits for the other."""
-        rec = check(uploaded or choice, sess, owner_of(request), bool(uploaded))
+        rec = check(uploaded or choice, sess, owner_of(request), bool(uploaded), rate)
         env = rec.environment
         where = ", ".join(f"{k}: {v}" for k, v in env.items() if k in (
             "accelerator", "vllm_version", "model", "server_flags", "note"))
@@ -120,7 +146,7 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
     async def do_play(tok: str, choice: str | None, uploaded: str | None, rate: float,
                       sess: Session, request: gr.Request) -> list[Any]:
         try:  # (do_head shows the error)
-            rec = check(uploaded or choice, sess, owner_of(request), bool(uploaded))
+            rec = check(uploaded or choice, sess, owner_of(request), bool(uploaded), rate)
         except gr.Error:
             return [gr.skip()] * len(stage.live_outputs())
         recs = recordings(rec)
@@ -132,6 +158,9 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
             shown.where = [i for i, s in enumerate(steps[1]) if not isinstance(s, str)]
             shown.errors = {i: f"⏭️ {md_text(s)}" for i, s in enumerate(steps[1])
                             if isinstance(s, str)}
+            # each card titled by its step (a ladder no longer shipped: its variants' names)
+            with contextlib.suppress(PlaygroundError):
+                shown.titles = step_titles(load_ladder(ctx.settings.presets_dir, steps[0]))
         frame = stage.frame(tok)
         return await stage.play(sess, shown, play(rec, recs, speed=float(rate)), ctx.measure,
                                 frame, who=ctx.visitor(request))

@@ -51,6 +51,8 @@ def build(ctx: UIContext) -> tuple[gr.Timer, gr.Markdown]:
     async def do_start(name: str, p: float, model_path: str = "", force: bool = False
                        ) -> dict[Any, Any]:
         p = int(p)
+        if refused := ctx.servers_refused():
+            return {status: f"❌ {refused}"}
         if name not in presets:
             return {status: f"❌ server preset: unknown {name!r}"}
         server = managed(p)
@@ -98,6 +100,8 @@ def build(ctx: UIContext) -> tuple[gr.Timer, gr.Markdown]:
         return await do_start(name, p, model_path, force=True)
 
     async def do_stop(p: float) -> dict[Any, Any]:
+        if refused := ctx.servers_refused():
+            return {status: f"❌ {refused}"}
         server = managed(int(p))
         if server is None:
             return {status: f"no managed server on port {int(p)}"}

@@ -29,7 +29,7 @@ from playground.outputs import live_svg
 from playground.outputs.fmt import md_text
 from playground.ui import ids
 from playground.ui.live import LiveFrame, LiveRun, submit, until_done
-from playground.ui.live_feed import Feeds
+from playground.ui.live_channels import Feeds
 from playground.ui.render import badge_md, error_md, phases_html
 
 COLD_NOTE = ("🥶 **cold run**: the server was still warming up when this ran (grammars "
@@ -50,6 +50,7 @@ class Shown:
     ladder: str | None = None  # a ladder's name: its steps, and the runs among them
     ladder_slots: list[Recording | str] | None = None
     label: str = ""  # a replay: "replay of <recording> (<machine>, <date>)", wherever it shows
+    titles: dict[int, str] = field(default_factory=dict)  # column -> what it ran (a step)
 
 
 @dataclass
@@ -139,6 +140,7 @@ class Stage:
             feed.notes = {col: _plain(text) for col, text in shown.errors.items()}
             feed.recs, feed.where = shown.recs, shown.where
             feed.replay = shown.label
+            feed.titles = shown.titles
         run = submit(measure, work)
         if feed is not None:
             feed.on_close = run.stop  # the tab closed mid-run: vLLM aborts its requests

@@ -29,7 +29,8 @@ from playground.server.managed import free_port
 from playground.specs.presets import Variant
 from playground.ui import ids
 from playground.ui.live import LiveRun
-from playground.ui.live_feed import Feed, Feeds, head_js
+from playground.ui.live_channels import Feeds
+from playground.ui.live_feed import Feed, head_js
 from tests.unit.test_replay import recorded
 
 pytestmark = pytest.mark.browser

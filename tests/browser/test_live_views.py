@@ -193,12 +193,29 @@ def test_ladder_plays_step_by_step_and_replays_from_its_recording(page: Page,
     pick(page, "ladder (presets/ladders)", "seed-004")
     before = runs_now(app_runs)
     page.locator("#ladder-play").click()
-    expect(page.locator("#live-status-0")).to_contain_text("needs a Transformers server",
-                                                           timeout=LONG)
     expect(page.locator("#ladder-table")).to_contain_text("D: + guided JSON", timeout=LONG)
     table = page.locator("#ladder-table")
     expect(table).to_contain_text("needs a Transformers server")
     expect(table).to_contain_text("1,124 ms")  # the article's B, next to ours
+    expect(table).to_contain_text("One sample per step")
+    # step A's row: its reason in the measured columns, the article's numbers under theirs
+    row_a = table.locator("tr").nth(1).locator("td")
+    expect(row_a).to_have_count(4)  # step, reason (3 columns wide), article, JSON valid
+    expect(row_a.nth(2)).to_have_text("2,812 ms (3,150 ms)")
+    # every card and column is the step it played; A's reason once, in its own box
+    cards = page.locator("#hl-live .hl-card")
+    expect(cards).to_have_count(4)
+    expect(cards.nth(0)).to_contain_text("1. A: Transformers, long prompt, free")
+    expect(cards.nth(0)).to_contain_text("not run")
+    expect(cards.nth(1)).to_contain_text("2. B: vLLM")
+    expect(cards.nth(1)).to_contain_text("baseline")
+    expect(page.get_by_text("Variant 3 · C: + short prompt")).to_be_visible()
+    # the controls show what ran (column 2's preset had guided JSON; step B does not)
+    schema = page.get_by_label("guided JSON", exact=True)
+    expect(schema.nth(1)).to_have_value("none")
+    expect(schema.nth(3)).to_have_value("address")
+    expect(page.locator("#error-0")).to_contain_text("needs a Transformers server")
+    expect(page.locator("#live-status-0")).to_have_text("")
     expect(page.locator("#ladder-plot .js-plotly-plot")).to_be_visible()
     for i in (1, 2, 3):
         expect(page.locator(f"#metrics-{i}")).to_contain_text("E2E")

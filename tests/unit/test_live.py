@@ -23,7 +23,8 @@ from playground.server.http import ModelInfo, ServerInfo
 from playground.settings import Settings
 from playground.specs.ladders import ladder_names, load_ladder, step_variants
 from playground.specs.presets import GuidedJson, PresetLibrary, Variant
-from playground.ui.live_feed import Feed, Feeds, follow_channel, stream
+from playground.ui.live_channels import Feeds, follow_channel
+from playground.ui.live_feed import Feed, stream
 
 PRESETS = Settings().presets_dir
 
@@ -125,15 +126,24 @@ def test_a_page_that_goes_away_stops_the_run_it_watched() -> None:
 
 
 def test_not_sent_columns_get_their_reason_in_the_status_line() -> None:
+    """While the run streams; at its end the column's own box says it (once, not twice)."""
     async def main() -> list[bytes]:
         rec = live("ok")
         rec.feed(Event("sent", time.perf_counter()))
         feed = Feed(recs=[rec], where=[1], notes={0: "❌ not sent -- <max_tokens>"})
-        feed.finish()
-        return [c async for c in stream(feed, poll_s=0.001)]
 
-    evs = events(asyncio.run(main()))
+        async def end() -> None:
+            await asyncio.sleep(0.2)
+            feed.finish()
+
+        ending = asyncio.create_task(end())
+        out = [c async for c in stream(feed, poll_s=0.001)]
+        await ending
+        return out
+
+    evs = [e for e in events(asyncio.run(main())) if "status" in e]
     assert evs[0]["status"]["0"] == "❌ not sent -- &lt;max_tokens&gt;"  # escaped
+    assert evs[-1]["status"]["0"] == ""
 
 
 def test_warm_up_covers_every_preset_path_and_schema_once() -> None:
@@ -220,6 +230,143 @@ def test_ladders_are_cumulative_and_skip_what_cannot_run_here() -> None:
     assert name == "seed-004" and again == slots
 
 
+def test_the_ladder_table_keeps_each_value_in_its_column_and_says_one_sample() -> None:
+    """Seen after playing seed-004: step A's reason spanned the table so the article's
+    "2,812 ms (3,150 ms)" sat under "JSON valid"; a slower step read "+1,731 ms" under
+    "saved"; nothing said each step is one request."""
+    import re
+
+    from playground.ui.ladder_panel import table_html
+
+    ladder = load_ladder(PRESETS, "seed-004")
+    rows = [lad.StepRow("A: Transformers", None, None, None, 2812, [], None,
+                        lad.NEEDS_TRANSFORMERS),
+            lad.StepRow("B: vLLM", 700.0, 700.0, None, 1124, [], None, "measured"),
+            lad.StepRow("C: short", 2431.0, 2431.0, -1731.0, 897, [], None, "measured"),
+            lad.StepRow("D: guided", 1000.0, 1000.0, 1431.0, 723, [], True, "measured")]
+    page = table_html(ladder, rows)
+    trs = re.findall(r"<tr>(.*?)</tr>", page)
+    widths = [sum(int(n or 1) for n in re.findall(r"<t[dh](?: colspan='(\d+)')?>", tr))
+              for tr in trs]
+    assert widths == [6] * 5  # every row as wide as the header
+    cells_a = re.findall(r"<td(?: colspan='\d+')?>(.*?)</td>", trs[1])
+    assert cells_a[2] == "2,812 ms (3,150 ms)" and cells_a[3] == "-"  # under the article
+    assert page.count("needs a Transformers server") == 1
+    assert "<span class='ladder-slower'>1,731 ms slower</span>" in page
+    assert "<span class='ladder-faster'>1,431 ms faster</span>" in page
+    assert "saved" not in page and "+1,731" not in page
+    assert "One sample per step" in page
+
+
+def test_headline_cards_are_the_columns_and_colour_follows_the_sign() -> None:
+    """Card 1 sat above column 1 (step A, not run) and read "1. seed-004-b"; "1.4x slower"
+    was printed in the green of "faster"."""
+    from playground.ui.render import headline_html
+
+    recs = [live(f"seed-004-{x}", stream_=False) for x in "bcd"]
+    for rec, e2e in zip(recs, (0.7, 1.0, 0.5), strict=True):
+        rec.feed(Event("sent", 10.0))
+        rec.feed(Event("chunk", 10.0 + e2e, content="x"))
+        rec.feed(Event("done", 10.0 + e2e))
+    titles = {i: step.label for i, step in enumerate(load_ladder(PRESETS, "seed-004").steps)}
+    page = headline_html(recs, 20.0, where=[1, 2, 3], titles=titles,
+                         notes={0: "⏭️ needs a Transformers server"})
+    cards = page.split('<div class="hl-card ')[1:]
+    assert len(cards) == 4
+    assert f"1. {titles[0]}" in cards[0] and "not run" in cards[0]
+    assert "needs a Transformers server" in cards[0]
+    assert f"2. {titles[1]}" in cards[1] and "baseline" in cards[1]
+    assert 'class="hl-cmp hl-slower">1.4× slower than column 2' in cards[2]
+    assert 'class="hl-cmp hl-faster">1.4× faster than column 2' in cards[3]
+    assert "seed-004-b" not in page  # the step, not the variant's name
+
+
+def test_closed_pages_never_push_an_open_page_out_of_the_channel_table() -> None:
+    """The attack of issue 4/7: 256 `GET /live/<random>` closed at once dropped the least
+    recently used channel -- an open page's -- so its next run had no follower and was
+    stopped after 20 s. Now an open page's channel stays whatever else comes and goes; a full
+    table refuses newcomers instead of evicting; closed pages' channels are pruned."""
+    from playground.ui import live_channels
+
+    feeds = Feeds()
+
+    async def main() -> None:
+        victim = "v" * 24
+        page = follow_channel(feeds._channel(victim))  # type: ignore[arg-type]
+        assert await anext(page) == b": live\n\n"
+        ch = feeds._channels[victim]
+        refused = 0
+        for i in range(300):  # the attacker: open and close at once
+            got = feeds._channel(f"attacker-{i:016d}")
+            if got is None:
+                refused += 1
+                continue
+            gen = follow_channel(got)
+            await anext(gen)
+            await gen.aclose()
+        assert feeds._channels[victim] is ch and ch.followers == 1
+        assert refused == 300 - (live_channels.MAX_FEEDS - 1)  # refused, not evicted
+        run = feeds.open(victim)
+        assert run.channel is ch and not run.abandoned(grace_s=0)
+        live_channels.CLOSED_S, saved = -1.0, live_channels.CLOSED_S
+        try:  # the closed pages' channels go; the open page's stays
+            assert feeds._channel("newcomer-0000000000") is not None
+            assert set(feeds._channels) == {victim, "newcomer-0000000000"}
+        finally:
+            live_channels.CLOSED_S = saved
+        await page.aclose()
+
+    asyncio.run(main())
+
+
+def test_one_address_holds_a_bounded_number_of_live_streams() -> None:
+    from starlette.requests import Request
+
+    from playground.ui import live_channels
+
+    feeds = Feeds()
+
+    def request(token: str, host: str) -> Request:
+        return Request({"type": "http", "method": "GET", "path": f"/live/{token}",
+                        "headers": [], "client": (host, 1), "path_params": {"token": token},
+                        "app": object(), "query_string": b""})
+
+    async def main() -> None:
+        held = []
+        for i in range(live_channels.PER_ADDRESS):
+            resp = await feeds._endpoint(request(f"page-{i:020d}", "10.0.0.7"))
+            assert resp.status_code == 200
+            body = resp.body_iterator  # type: ignore[attr-defined]
+            await anext(body)  # the stream is open
+            held.append(body)
+        over = await feeds._endpoint(request("page-x-0000000000000", "10.0.0.7"))
+        assert over.status_code == 429 and b"too many live pages" in over.body
+        other = await feeds._endpoint(request("page-y-0000000000000", "10.0.0.8"))
+        assert other.status_code == 200  # another visitor is not affected
+        await other.body_iterator.aclose()  # type: ignore[attr-defined]
+        await held[0].aclose()  # a tab closed: its slot is free again
+        again = await feeds._endpoint(request("page-z-0000000000000", "10.0.0.7"))
+        assert again.status_code == 200
+        await again.body_iterator.aclose()  # type: ignore[attr-defined]
+        for b in held[1:]:
+            await b.aclose()
+        assert feeds.streams == {}
+
+    asyncio.run(main())
+
+
+def test_the_schema_badge_shows_the_validators_message_as_text() -> None:
+    """The badge quoted the model's output inside the validator's message as Markdown: an
+    `<img src=...>` in an answer was fetched by every visitor's browser."""
+    from playground.ui.render import badge_md
+
+    rec = live("g", guided_json=GuidedJson(name="s", schema={
+        "type": "object", "properties": {"a": {"type": "integer"}}}))
+    rec.content, rec.status = '{"a": "<img src=http://x/p.png>"}', "done"
+    got = badge_md(rec)
+    assert "schema-INVALID" in got and "<img" not in got and "&lt;img" in got
+
+
 def test_svg_views_scale_and_escape() -> None:
     assert [nice_span(x) for x in (1, 150, 420, 999, 1001)] == [100, 200, 500, 1000, 2000]
     rec = live("n")
@@ -234,7 +381,8 @@ def test_a_run_no_page_follows_is_abandoned_after_the_grace() -> None:
     """The rule that frees a visitor's slots when they leave (or never had a page)."""
     import time
 
-    from playground.ui.live_feed import Channel, Feed
+    from playground.ui.live_channels import Channel
+    from playground.ui.live_feed import Feed
 
     now = time.monotonic()
     nobody = Feed(opened=now - 30)  # a script's run: no page, no channel

@@ -58,3 +58,36 @@ def test_behind_a_trusted_proxy_the_visitor_is_the_forwarded_address() -> None:
 def test_a_trusted_proxy_must_be_an_address() -> None:
     with pytest.raises(ValidationFailed, match=r"trusted_proxies \(--trusted-proxy.*not an IP"):
         Settings.from_env({"PLAYGROUND_TRUSTED_PROXIES": "127.0.0.1,proxy.example"})
+
+
+def test_on_a_shared_page_server_powers_and_other_urls_are_the_operators() -> None:
+    """The attack of issue 4/7: any visitor started vLLM processes with any model name, and
+    the app sent requests wherever a visitor typed. Locally nothing changes; shared, both are
+    the operator's unless the operator opts in."""
+    own = "http://127.0.0.1:8000/v1"
+    local = UIContext.create(Settings(base_url=own))
+    assert local.servers_refused() == ""
+    assert local.connection("http://10.0.0.1:6379/v1", None)[0] == "http://10.0.0.1:6379/v1"
+    shared = UIContext.create(Settings(base_url=own), shared=True)
+    assert "--allow-visitor-servers" in shared.servers_refused()
+    assert shared.connection(own + "/", None)[0].rstrip("/") == own  # the operator's: fine
+    for url in ("http://169.254.169.254/v1", "http://10.0.0.1:6379/v1",
+                "http://[::ffff:169.254.169.254]/v1", "http://u@127.0.0.1:8000/v1"):
+        with pytest.raises(ValidationFailed, match="only the operator's server") as e:
+            shared.connection(url, None)
+        assert "--allow-visitor-urls" in str(e.value)
+    opened = UIContext.create(Settings(base_url=own, allow_visitor_servers=True,
+                                       allow_visitor_urls=True), shared=True)
+    assert opened.servers_refused() == ""
+    assert opened.connection("http://10.0.0.1:6379/v1", None)[0] == "http://10.0.0.1:6379/v1"
+
+
+def test_on_a_shared_page_replays_are_bounded() -> None:
+    """Four addresses x 4 replays of a 60 s recording held all 16 slots; 0.25x stretched a
+    600 s recording to 40 min."""
+    from playground.ui.replay_panel import SHARED_REPLAY_S, replay_refused
+
+    assert replay_refused(False, 0.25, 600.0) == ""  # on your own machine: as you like
+    assert "1x or faster" in replay_refused(True, 0.25, 10.0)
+    assert "raise the speed" in replay_refused(True, 1.0, SHARED_REPLAY_S + 1)
+    assert replay_refused(True, 4.0, SHARED_REPLAY_S + 1) == ""
