@@ -37,8 +37,6 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from playground.server.http import IDLE_EXPIRY_S
-
 GOOD_EVENTS = 3
 FLAKY_SCRAPES = 3
 
@@ -90,10 +88,12 @@ class FaultProxy:
         site = web.TCPSite(runner, "127.0.0.1", self._want_port)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        # upstream connections idle no longer than vLLM keeps them (server/http.IDLE_EXPIRY_S)
+        # a fresh upstream connection per request: a pooled one that vLLM closed while it sat
+        # idle (a held request waits for seconds; on a loaded box a keep-alive expiry shorter
+        # than vLLM's is no guarantee) failed the request with "Server disconnected" -> 500
         self._session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=None),
-            connector=aiohttp.TCPConnector(keepalive_timeout=IDLE_EXPIRY_S))
+            connector=aiohttp.TCPConnector(force_close=True))
         self._ready.set()
         await self._stop.wait()
         await self._session.close()

@@ -100,9 +100,18 @@ def _api(ctx: UIContext) -> None:
                            "presets at once -- send fewer")
         try:
             variants = [ctx.library.get(str(name)) for name in presets]
+        except PlaygroundError as e:
+            raise gr.Error(str(e)) from None
+        who = ctx.visitor(request)
+        busy = ctx.slots.take(who)  # the same slots as the page's Run, before any work
+        if busy:
+            raise gr.Error(f"busy: {busy}")
+        try:
             recs = await ctx.measure.run(compare(ctx.settings, variants, prompt))
         except PlaygroundError as e:
             raise gr.Error(str(e)) from None
+        finally:
+            ctx.slots.give(who)
         ctx.store_run(list(recs), owner_of(request))
         return [RequestRecord.of(r).line() for r in recs]
 

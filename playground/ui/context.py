@@ -26,6 +26,7 @@ from playground.specs.experiments import load_dataset
 from playground.specs.presets import PresetLibrary
 from playground.ui.live_channels import Feeds
 from playground.ui.run_route import Plans, Starter
+from playground.ui.slots import Slots
 
 
 def load_examples(presets_dir: Path, limit: int = 12) -> list[str]:
@@ -104,6 +105,7 @@ class UIContext:
     shared: bool = False
     examples: list[str] = field(default_factory=list)
     concurrency_limit: int = 16
+    slots: Slots = field(default_factory=Slots)  # runs in flight: Run, replay, ladder, /compare
     measure: MeasureLoop = field(default_factory=MeasureLoop)
     servers: dict[int, ManagedServer] = field(default_factory=dict)  # Server tab, by port
     warm: WarmState = field(default_factory=WarmState)  # the warm-up of a server we started

@@ -80,7 +80,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
         history_table = gr.Dataframe(headers=["run", "variant", "ttft_ms", "e2e_ms", "tokens"],
                                      interactive=False, elem_id="history-table")
     stage = Stage(columns, history_plot, history_table, token, feeds=ctx.feeds,
-                  limit=ctx.concurrency_limit)
+                  slots=ctx.slots)
     view = ladder_panel.build(ctx, stage, session, n_columns, prompt, base_url, api_key, model)
     replays, refresh_replays = replay_panel.build(ctx, stage, n_columns, prompt, session, view,
                                                   quick, open_=ctx.replay_only)

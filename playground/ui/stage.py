@@ -31,6 +31,7 @@ from playground.ui import ids
 from playground.ui.live import LiveFrame, LiveRun, submit, until_done
 from playground.ui.live_channels import Feeds
 from playground.ui.render import badge_md, error_md, phases_html
+from playground.ui.slots import Slots
 
 COLD_NOTE = ("🥶 **cold run**: the server was still warming up when this ran (grammars "
              "compiling, first requests); run again for warm numbers.\n\n")
@@ -90,14 +91,7 @@ class Stage:
     history_table: Any
     token: Any  # hidden textbox: the live feed's token, chosen by the page at the click
     feeds: Feeds = field(default_factory=Feeds)
-    limit: int = 16  # runs in flight in this process (all sessions)
-    running: int = 0
-    by_visitor: dict[str, int] = field(default_factory=dict)  # runs in flight per visitor
-
-    @property
-    def share(self) -> int:
-        """The most runs one visitor (one address) may have in flight: a fair share."""
-        return max(1, self.limit // 4)
+    slots: Slots = field(default_factory=Slots)  # the app's, shared with /compare
 
     def live_outputs(self) -> list[Any]:
         cs = self.columns
@@ -123,17 +117,13 @@ class Stage:
         as soon as it is final, and can stop the run at the app's shutdown."""
         sess.shown = shown
         feed = frame.feed
-        mine = self.by_visitor.get(who, 0)
-        if self.running >= self.limit or mine >= self.share:
+        busy = self.slots.take(who)
+        if busy:
             work.close()
             if feed is not None:
                 feed.finish()
-            busy = (f"❌ **busy**: {self.running} runs are in flight on this app (the limit is "
-                    f"{self.limit}); try again in a moment") if mine < self.share else (
-                    f"❌ **busy**: you have {mine} runs in flight (other tabs or sessions); "
-                    f"one visitor may run {self.share} at once -- wait for one to end")
             for col in shown.where:
-                frame.metrics[col] = busy
+                frame.metrics[col] = f"❌ **busy**: {busy}"
             shown.recs, shown.where = [], []
             return frame.values()
         if feed is not None:
@@ -147,16 +137,11 @@ class Stage:
         sess.active = run
         if log is not None:
             log.stop = run.stop
-        self.running += 1
-        self.by_visitor[who] = mine + 1
         try:
             await until_done(run, shown.recs, log.store if log is not None else None,
                              abandoned=feed.abandoned if feed is not None else None)
         finally:
-            self.running -= 1
-            self.by_visitor[who] -= 1
-            if not self.by_visitor[who]:
-                del self.by_visitor[who]
+            self.slots.give(who)
             if feed is not None:
                 feed.finish()
             if sess.active is run:
