@@ -18,6 +18,7 @@ practice. The floor is a lower bound, not a prediction.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass
@@ -92,8 +93,11 @@ def gpu_bandwidth(name: str) -> tuple[float, str] | None:
     return None
 
 
+@functools.cache
 def measure_cpu_bandwidth(mib: int = 256, repeats: int = 3) -> float:
-    """One large array copy (read + write), best of a few: a rough CPU memory bandwidth."""
+    """One large array copy (read + write), best of a few: a rough CPU memory bandwidth.
+    Measured once per process (512 MiB while it runs): the machine does not change, and a
+    shared page must not let each new server URL allocate it again."""
     import numpy as np
 
     src = np.ones(mib * 2**20 // 8, dtype=np.float64)

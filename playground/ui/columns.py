@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from playground.errors import ValidationFailed
+from playground.errors import PresetError, ValidationFailed
+from playground.specs.limits import MAX_SPEC_VALUES, check_tree, parse_json
 from playground.specs.presets import GuidedJson, PresetLibrary, PromptVariant, Variant, first_error
 
 MAX_COLUMNS = 4
@@ -132,11 +133,12 @@ def _schema_variant(value: Sequence[Any], library: PresetLibrary, base: Variant
         if len(text) > MAX_CUSTOM_TEXT:
             raise ValidationFailed("guided JSON schema", f"longer than {MAX_CUSTOM_TEXT} "
                                    "characters")
-        try:
-            schema = json.loads(text)
-        except ValueError as e:
-            raise ValidationFailed("guided JSON schema", f"not valid JSON ({e}); paste a JSON "
-                                   "Schema object") from None
+        try:  # within specs/limits' depth and size: a 10,000-deep paste is named, not a 500
+            schema = parse_json(text, "custom schema")
+            check_tree(schema, "custom schema", max_values=MAX_SPEC_VALUES)
+        except PresetError as e:
+            raise ValidationFailed("guided JSON schema", f"{e.reason}; paste a JSON Schema "
+                                   "object") from None
         # the preset's own schema, unchanged, keeps its name (sent as json_schema.name)
         same = base.guided_json is not None and base.guided_json.json_schema == schema
         name = base.guided_json.name if same and base.guided_json else CUSTOM
@@ -221,3 +223,18 @@ def variant_from_controls(values: Mapping[str, Any], base: Variant, library: Pre
     except ValidationError as e:
         field, reason = first_error(e)
         raise ValidationFailed(field, reason) from None
+
+
+def columns_asked(value: Any, strict: bool = False) -> int:
+    """How many columns a plan runs: 2 to MAX_COLUMNS. A plan sent by hand with another
+    count is named (`strict`: ValidationFailed "variants") before anything is sent; otherwise
+    the count is kept in range, so the columns can say so."""
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = -1
+    if strict and not 2 <= n <= MAX_COLUMNS:
+        raise ValidationFailed("variants", f"{value!r} columns asked; the playground runs 2 "
+                               f"to {MAX_COLUMNS} -- pick a number in that range")
+    return min(max(n, 2), MAX_COLUMNS)
+

@@ -44,6 +44,20 @@ def owner_of(request: Any) -> str:
     return hashlib.sha256(f"owner:{session}".encode()).hexdigest()[:12] if session else ""
 
 
+MAX_FLOORS = 64  # servers whose physical floor is remembered
+
+
+def server_key(base_url: str) -> str:
+    """One server however its URL is spelled: no user info, host lower-case, no trailing /."""
+    from urllib.parse import urlsplit
+
+    u = urlsplit(base_url)
+    host = (u.hostname or "").lower()
+    host = f"[{host}]" if ":" in host else host
+    port = f":{u.port}" if u.port else ""
+    return f"{u.scheme.lower()}://{host}{port}{u.path.rstrip('/')}"
+
+
 def visitor_of(request: Any, trusted: Collection[str] = ()) -> str:
     """Whose share of the concurrency slots a run takes: the client's address. Behind a proxy
     the operator trusts (`--trusted-proxy`: the connection comes from it), the nearest address
@@ -206,10 +220,15 @@ class UIContext:
         return self._pools[key]
 
     def floor_ms(self, base_url: str, api_key: str) -> float | None:
-        """The physical floor (ms per decode step) of the server's model, cached per URL."""
-        if base_url not in self._floors:
-            self._floors[base_url] = server_floor(self.settings, base_url, api_key)
-        return self._floors[base_url]
+        """The physical floor (ms per decode step) of the server's model, cached per server
+        (scheme, host, port and path: a URL spelled with a user name is the same server) and
+        for at most MAX_FLOORS servers."""
+        key = server_key(base_url)
+        if key not in self._floors:
+            while len(self._floors) >= MAX_FLOORS:
+                del self._floors[next(iter(self._floors))]  # the oldest
+            self._floors[key] = server_floor(self.settings, base_url, api_key)
+        return self._floors[key]
 
     def start_warmup(self) -> None:
         """Warm the configured server in the background (measuring loop); the UI shows

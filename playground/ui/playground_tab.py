@@ -20,7 +20,7 @@ from playground.outputs.fmt import demo_notice, md_text
 from playground.server.http import aserver_info
 from playground.ui import ids, ladder_panel, replay_panel
 from playground.ui.column_view import column, read_variant, wire_column
-from playground.ui.columns import MAX_COLUMNS
+from playground.ui.columns import MAX_COLUMNS, columns_asked
 from playground.ui.context import REPLAY_ONLY, UIContext, owner_of
 from playground.ui.run_route import SYNC_JS, Plan
 from playground.ui.stage import Session, Shown, Stage, record_history, stage_buttons
@@ -171,12 +171,16 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
 
     async def run_plan(plan: Plan, frame: Any, who: str) -> None:
         sess = plan.session
+        busy = ctx.slots.take(who)  # before any work: the server's tokenizer, the floor probe
         try:
-            sess.handover = await play_plan(plan, frame, who)
+            frame.metrics = [f"❌ **busy**: {busy}"] * len(frame.metrics) if busy else frame.metrics
+            sess.handover = frame.values() if busy else await play_plan(plan, frame, who)
         except Exception as e:  # said on the page, never lost silently
             sess.warning = f"the run failed: {e}"
             sess.handover = frame.ended()
         finally:
+            if not busy:
+                ctx.slots.give(who)
             if frame.feed is not None:
                 frame.feed.finish()
 
@@ -185,7 +189,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
         url, key, model_name, text, n_cols, run_mode, reasoning_shown, *cols = plan.values
         if frame.feed is not None:  # the headline counts what the page shows
             frame.feed.show_reasoning = reasoning_shown is True or reasoning_shown == "true"
-        n = int(n_cols)
+        n = columns_asked(n_cols)  # 2-4; anything else is named in every column
         text = plan.prompt if plan.prompt is not None else text or ""
         shown = Shown("run", url=str(url), cold=ctx.warm.warming)
         sess.shown = shown
@@ -193,6 +197,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
             url, key = ctx.connection(url, key)
             shown.url = url
             check_prompt(text)
+            columns_asked(n_cols, strict=True)
         except ValidationFailed as e:  # said where the user looks: the toast and each column
             sess.warning = str(e)
             shown.errors = {i: f"❌ **not sent** -- {md_text(e)}" for i in range(n)}
@@ -229,7 +234,8 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
                           timeout_s=ctx.settings.timeout_s)
         log = ctx.run_log(shown.recs, plan.owner)
         try:
-            values = await stage.play(sess, shown, work, ctx.measure, frame, log, who=who)
+            values = await stage.play(sess, shown, work, ctx.measure, frame, log, who=who,
+                                      reserved=True)
         finally:  # also on Stop: finished and partial (marked cancelled) results are kept
             ctx.close_log(log)
         record_history(sess, shown.recs)

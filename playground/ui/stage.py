@@ -110,14 +110,16 @@ class Stage:
         return f
 
     async def play(self, sess: Session, shown: Shown, work: Coroutine[Any, Any, Any],
-                   measure: Any, frame: LiveFrame, log: Any = None, who: str = ""
-                   ) -> list[str]:
+                   measure: Any, frame: LiveFrame, log: Any = None, who: str = "",
+                   reserved: bool = False) -> list[str]:
         """Run `work` (it fills shown.recs) on the measuring loop while the live feed streams
         it; return the columns' final values. `log` (a context.RunLog) stores each recording
-        as soon as it is final, and can stop the run at the app's shutdown."""
+        as soon as it is final, and can stop the run at the app's shutdown. The run takes one
+        of `who`'s slots, unless the caller holds one already (`reserved`: taken before its
+        own work, and given back by the caller)."""
         sess.shown = shown
         feed = frame.feed
-        busy = self.slots.take(who)
+        busy = "" if reserved else self.slots.take(who)
         if busy:
             work.close()
             if feed is not None:
@@ -141,7 +143,8 @@ class Stage:
             await until_done(run, shown.recs, log.store if log is not None else None,
                              abandoned=feed.abandoned if feed is not None else None)
         finally:
-            self.slots.give(who)
+            if not reserved:
+                self.slots.give(who)
             if feed is not None:
                 feed.finish()
             if sess.active is run:

@@ -83,6 +83,16 @@ def test_bad_controls_name_the_field(change: dict, field: str) -> None:
     assert exc.value.field == field
 
 
+def test_a_deeply_nested_pasted_schema_is_named_not_a_server_error() -> None:
+    """A 10,000-deep custom schema raised RecursionError: HTTP 500 and ~140 KB of traceback."""
+    v = LIB.get("streaming")
+    deep = "[" * 10_000 + "]" * 10_000
+    with pytest.raises(ValidationFailed) as exc:
+        variant_from_controls({**controls_from_variant(v, LIB),
+                               "guided_json": ("custom", deep)}, v, LIB)
+    assert exc.value.field == "guided JSON schema" and "nests deeper" in exc.value.reason
+
+
 def test_pasted_schema_is_used() -> None:
     schema = {"type": "object", "properties": {"x": {"type": "integer"}}}
     v = LIB.get("streaming")
@@ -121,3 +131,15 @@ def test_demo_model_sizes() -> None:
     assert demo_model.model_config("tiny")["head_dim"] == 64  # CPU attention rejects 16
     with pytest.raises(ValueError):
         demo_model.model_config("7b")  # type: ignore[arg-type]
+
+
+def test_a_plan_with_more_columns_than_the_page_has_is_named() -> None:
+    """More than 4 columns in a hand-made plan gave HTTP 500 and a traceback."""
+    from playground.ui.columns import columns_asked
+
+    assert columns_asked(3, strict=True) == 3
+    for bad in (5, 10, 1, "many", None):
+        with pytest.raises(ValidationFailed) as exc:
+            columns_asked(bad, strict=True)
+        assert exc.value.field == "variants" and "2 to 4" in exc.value.reason
+    assert columns_asked(10) == 4 and columns_asked("x") == 2  # the columns that say so

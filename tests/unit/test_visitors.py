@@ -91,3 +91,26 @@ def test_on_a_shared_page_replays_are_bounded() -> None:
     assert "1x or faster" in replay_refused(True, 0.25, 10.0)
     assert "raise the speed" in replay_refused(True, 1.0, SHARED_REPLAY_S + 1)
     assert replay_refused(True, 4.0, SHARED_REPLAY_S + 1) == ""
+
+
+def test_the_floor_probe_runs_once_per_server_and_memory_is_measured_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """24 Runs whose URLs differed only in their user name made 24 floor probes of 512 MiB
+    each (392 -> 3,098 MiB)."""
+    from playground.server import floor
+    from playground.ui import context
+
+    probes: list[str] = []
+    monkeypatch.setattr(context, "server_floor",
+                        lambda _s, url, _k: probes.append(url) or 1.5)
+    ctx = UIContext.create(Settings())
+    for i in range(24):
+        assert ctx.floor_ms(f"http://u{i}@127.0.0.1:9101/v1", "") == 1.5
+    assert ctx.floor_ms("HTTP://127.0.0.1:9101/v1/", "") == 1.5
+    assert len(probes) == 1
+    for i in range(context.MAX_FLOORS + 10):  # many servers: the memo stays bounded
+        ctx.floor_ms(f"http://127.0.0.1:{10000 + i}/v1", "")
+    assert len(ctx._floors) == context.MAX_FLOORS
+    first = floor.measure_cpu_bandwidth(1, 1)  # the machine's copy, measured once
+    hits = floor.measure_cpu_bandwidth.cache_info().hits
+    assert floor.measure_cpu_bandwidth(1, 1) == first
+    assert floor.measure_cpu_bandwidth.cache_info().hits == hits + 1
