@@ -31,6 +31,23 @@ def _rebuild(cls: type[PlaygroundError], args: tuple[object, ...], state: dict[s
     return err
 
 
+REDACTED = "[redacted]"
+
+
+def redact(err: PlaygroundError, *secrets: str | None) -> PlaygroundError:
+    """`err` with every secret cut from its text, in place: a server that echoes the API key
+    it was sent ("Incorrect API key provided: sk-...") must not put it on the page, in a run
+    file or in a log."""
+    for key in {s for s in secrets if s and s != "EMPTY" and len(s) >= 4}:
+        for attr in ("message", "hint", "detail", "reason"):
+            value = getattr(err, attr, None)
+            if isinstance(value, str) and key in value:
+                setattr(err, attr, value.replace(key, REDACTED))
+        err.args = tuple(a.replace(key, REDACTED) if isinstance(a, str) else a
+                         for a in err.args)
+    return err
+
+
 class ServerUnavailable(PlaygroundError):
     """Nothing answers at the base URL (refused, wrong port, DNS, server still starting)."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from playground.core.client import Backend
+from playground.errors import PlaygroundError, redact
 
 ClientName = Literal["openai", "raw", "langchain"]
 
@@ -27,6 +28,10 @@ class ClientPool:
         self._timeouts = timeouts
         self.auto_client: ClientName = auto_client
         self._backends: dict[tuple[str, str], Any] = {}
+
+    def redact(self, err: PlaygroundError) -> PlaygroundError:
+        """A server's error, less this pool's API key (a server may echo it back)."""
+        return redact(err, self._api_key)
 
     def resolve(self, client: str) -> ClientName:
         return self.auto_client if client == "auto" else client  # type: ignore[return-value]

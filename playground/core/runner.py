@@ -108,6 +108,8 @@ async def _drive(pool: ClientPool, rec: Recording, clock: Clock, timeout_s: floa
     try:
         async with asyncio.timeout(timeout_s):
             async for ev in backend.events(rec.request, clock):
+                if ev.error is not None:  # what the server said, less the key it was sent
+                    pool.redact(ev.error)
                 rec.feed(ev)
                 notify.put_nowait(index)
     except TimeoutError:

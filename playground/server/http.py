@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx2
 
-from playground.errors import RequestRejected, ServerUnavailable
+from playground.errors import PlaygroundError, RequestRejected, ServerUnavailable, redact
 
 MAX_BODY_BYTES = 8 * 2**20  # no probe or model list is larger; more is not a vLLM server
 
@@ -177,7 +177,10 @@ def server_info(base_url: str, api_key: str | None, timeout_s: float = 5.0) -> S
                        timeout_s=timeout_s) for u in _urls(base_url)]
     except Unreachable as e:
         raise ServerUnavailable(base_url, str(e)) from None
-    return _info(base_url, *replies)
+    try:
+        return _info(base_url, *replies)
+    except PlaygroundError as e:  # what the server said, less the key it was sent
+        raise redact(e, api_key) from None
 
 
 async def aserver_info(base_url: str, api_key: str | None, timeout_s: float = 5.0
@@ -189,7 +192,10 @@ async def aserver_info(base_url: str, api_key: str | None, timeout_s: float = 5.
             for u in _urls(base_url)))
     except Unreachable as e:
         raise ServerUnavailable(base_url, str(e)) from None
-    return _info(base_url, *replies)
+    try:
+        return _info(base_url, *replies)
+    except PlaygroundError as e:  # what the server said, less the key it was sent
+        raise redact(e, api_key) from None
 
 
 def is_healthy(base_url: str, timeout_s: float = 2.0) -> bool:

@@ -228,3 +228,55 @@ async def test_the_visible_wait_is_the_answers_and_reasoning_counts_only_when_sh
     m = (await record(resp, ScriptedClock(0.0, 1.8, 1.81), stream=False)).metrics()
     assert m.e2e_ms == pytest.approx(1800) and m.visible_wait_ms is None
     assert m.first_visible_ms(show_reasoning=True) == pytest.approx(1800)
+
+
+async def test_a_server_that_echoes_the_key_gets_it_cut_from_the_error() -> None:
+    """"Incorrect API key provided: sk-..." was shown to every visitor and written to run
+    files: the pool's key is cut from whatever the server says."""
+    from playground.core.pool import ClientPool
+    from playground.errors import RequestRejected, redact
+
+    key = "sk-live-9f8e7d6c5b4a"
+    err = RequestRejected(401, f"Incorrect API key provided: {key}. Check it.")
+    ClientPool(key).redact(err)
+    for text in (str(err), err.message, err.detail, repr(err.args)):
+        assert key not in text and "[redacted]" in text
+    assert redact(RequestRejected(400, "EMPTY is fine"), "EMPTY").detail == "EMPTY is fine"
+
+
+@pytest.mark.parametrize("client", ["raw", "openai"])
+async def test_a_run_against_a_server_that_echoes_the_key_keeps_no_key(client: str) -> None:
+    """Over HTTP, through the runner: a server (a fake: vLLM never echoes a key) answers 401
+    quoting the bearer token it got; the recording's error and its run-file line hold none."""
+    import json
+
+    from aiohttp import web
+
+    from playground.core.pool import ClientPool
+    from playground.core.record import RequestRecord
+    from playground.core.runner import run_to_end
+
+    key = "sk-live-0a1b2c3d4e5f"
+
+    async def echo(request: web.Request) -> web.Response:
+        got = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        return web.json_response({"error": {"message": f"Incorrect API key provided: {got}",
+                                            "type": "invalid_request_error"}}, status=401)
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", echo)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    pool = ClientPool(key, read_timeout_s=10.0, connect_timeout_s=5.0, timeout_s=10.0)
+    try:
+        v = Variant(name="v", stream=True, max_tokens=4, client=client)  # type: ignore[arg-type]
+        rec = new_recording(v, build(v, "p", "m"), f"http://127.0.0.1:{port}/v1")
+        await run_to_end(pool, [rec], timeout_s=10.0)
+    finally:
+        await pool.aclose()
+        await runner.cleanup()
+    assert rec.error is not None and "Incorrect API key provided: [redacted]" in str(rec.error)
+    assert key not in json.dumps(RequestRecord.of(rec).line(), default=str)
