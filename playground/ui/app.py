@@ -13,6 +13,8 @@ import signal
 import socket
 import sys
 
+from starlette.middleware import Middleware
+
 from playground.lab.replay import MAX_BYTES
 from playground.outputs.fmt import DEMO_NOTICE
 from playground.server.embedded import EmbeddedServer, ensure_server
@@ -20,7 +22,7 @@ from playground.settings import Settings
 from playground.ui.blocks import CSS, build_ui
 from playground.ui.context import UIContext
 from playground.ui.live_feed import head_js
-from playground.ui.login import SlowLogin
+from playground.ui.login import ClientAddress, SlowLogin
 
 SHARE_HOST = "api.gradio.app:443"
 REPLAY_BANNER = ("Replay mode: no vLLM server is configured, so this app replays recorded "
@@ -96,7 +98,10 @@ def launch(settings: Settings, *, host: str = "127.0.0.1", port: int = 7860,
         demo.launch(server_name=host, server_port=port, share=share, css=CSS,
                     auth=SlowLogin(auth).check if auth else None, footer_links=["api", "gradio"],
                     max_file_size=MAX_BYTES,
-                    head=head_js(), app_kwargs={"routes": ctx.routes()})
+                    head=head_js(), app_kwargs={
+                        "routes": ctx.routes(),
+                        # the login check learns who is asking: its throttle is per address
+                        "middleware": [Middleware(ClientAddress, address=ctx.visitor)]})
     finally:
         ctx.shutdown()  # runs in flight: stopped, stored; then the servers we started
         if server is not None:
