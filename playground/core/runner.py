@@ -18,11 +18,18 @@ from playground.core.events import Clock, Event
 from playground.core.metrics import Metrics, RawTimings, derive
 from playground.core.pool import ClientPool
 from playground.core.request import ChatRequest
-from playground.errors import PlaygroundError, RequestTimeout
+from playground.errors import PlaygroundError, RequestTimeout, StreamError
 from playground.specs.presets import Variant
 
 Status = Literal["pending", "running", "done", "error", "cancelled"]
 Mode = Literal["concurrent", "sequential"]
+
+
+# An answer's size bound: no tokenizer decodes a token to more than a few dozen characters,
+# so CHARS_PER_TOKEN x max_tokens (DEFAULT_TOKENS when unset) is never reached by a real
+# answer -- and a server streaming 50 MB under max_tokens 16 stops at 1,024 characters.
+CHARS_PER_TOKEN = 64
+DEFAULT_TOKENS = 40_960
 
 
 @dataclass
@@ -73,6 +80,14 @@ class Recording:
         raw = self.raw
         if raw.t_first_chunk is None:
             raw.t_first_chunk = ev.t
+        cap = CHARS_PER_TOKEN * (self.variant.max_tokens or DEFAULT_TOKENS)
+        if len(self.content) + len(self.reasoning) + len(ev.content) + len(ev.reasoning) > cap:
+            # no tokenizer writes this much per token: the server is not answering the request
+            self.error = StreamError(
+                f"the server sent more than {cap:,} characters for max_tokens "
+                f"{self.variant.max_tokens or DEFAULT_TOKENS}; the answer is cut here")
+            self.status = "error"
+            return
         if ev.finish_reason:
             raw.finish_reason = ev.finish_reason
         self.reasoning += ev.reasoning
@@ -112,6 +127,8 @@ async def _drive(pool: ClientPool, rec: Recording, clock: Clock, timeout_s: floa
                     pool.redact(ev.error)
                 rec.feed(ev)
                 notify.put_nowait(index)
+                if rec.status == "error":  # (an answer past its cap): the stream is closed
+                    break
     except TimeoutError:
         rec.error = RequestTimeout(f"no complete answer within {timeout_s:.0f} s",
                                    hint="raise the timeout or "

@@ -134,9 +134,16 @@ async def arequest(method: str, url: str, *, body: Any = None, api_key: str | No
     """`request` without blocking the event loop."""
     try:
         async with asyncio.timeout(timeout_s), httpx2.AsyncClient(
-                timeout=_timeout(timeout_s), verify=_ssl(), trust_env=False) as c:
-            resp = await c.request(method, url, json=body, headers=_headers(api_key))
-            return Reply(resp.status_code, resp.text)
+                timeout=_timeout(timeout_s), verify=_ssl(), trust_env=False) as c, \
+                c.stream(method, url, json=body, headers=_headers(api_key)) as resp:
+            chunks, size = [], 0
+            async for chunk in resp.aiter_bytes():  # read in pieces: a 300 MB answer stops
+                chunks.append(chunk)               # at MAX_BODY_BYTES, not in memory
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise Unreachable(f"{url}: the answer is larger than "
+                                      f"{MAX_BODY_BYTES // 2**20} MiB -- not a vLLM server")
+            return Reply(resp.status_code, b"".join(chunks).decode("utf-8", "replace"))
     except TimeoutError:
         raise Unreachable(f"{url}: no complete answer within {timeout_s:g} s") from None
     except httpx2.HTTPError as e:

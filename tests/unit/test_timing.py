@@ -280,3 +280,91 @@ async def test_a_run_against_a_server_that_echoes_the_key_keeps_no_key(client: s
         await runner.cleanup()
     assert rec.error is not None and "Incorrect API key provided: [redacted]" in str(rec.error)
     assert key not in json.dumps(RequestRecord.of(rec).line(), default=str)
+
+
+@pytest.mark.parametrize("client", ["raw", "openai"])
+async def test_an_answer_far_larger_than_its_max_tokens_is_cut(client: str) -> None:
+    """A server streaming 50 MB under max_tokens 16 made a 52,428,800-character answer and a
+    100 MiB run file: an answer stops at CHARS_PER_TOKEN x max_tokens, named, the stream
+    closed (a fake server: vLLM never does this)."""
+    import json
+
+    from aiohttp import web
+
+    from playground.core.pool import ClientPool
+    from playground.core.runner import CHARS_PER_TOKEN, run_to_end
+
+    sent = [0]
+
+    async def flood(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        piece = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                 "choices": [{"index": 0, "delta": {"content": "y" * 1000},
+                              "finish_reason": None}]}
+        try:
+            for _ in range(2000):  # 2 MB, if nobody stops reading
+                await resp.write(f"data: {json.dumps(piece)}\n\n".encode())
+                sent[0] += 1
+        except (ConnectionResetError, RuntimeError):
+            pass
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", flood)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    pool = ClientPool("k", read_timeout_s=10.0, connect_timeout_s=5.0, timeout_s=10.0)
+    try:
+        v = Variant(name="v", stream=True, max_tokens=16, client=client)  # type: ignore[arg-type]
+        rec = new_recording(v, build(v, "p", "m"), f"http://127.0.0.1:{port}/v1")
+        await run_to_end(pool, [rec], timeout_s=10.0)
+    finally:
+        await pool.aclose()
+        await runner.cleanup()
+    assert len(rec.content) <= CHARS_PER_TOKEN * 16
+    assert rec.error is not None and "more than 1,024 characters" in str(rec.error)
+
+
+async def test_a_model_list_larger_than_the_cap_is_refused_not_read_whole() -> None:
+    """A 300 MB /v1/models took the app from 965 to 1,867 MiB on the async path: it is read in
+    pieces and refused past MAX_BODY_BYTES (the sync path already was)."""
+    from aiohttp import web
+
+    from playground.errors import ServerUnavailable
+    from playground.server.http import MAX_BODY_BYTES, aserver_info
+
+    async def huge(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await resp.prepare(request)
+        try:
+            await resp.write(b'{"data": ["')
+            for _ in range(MAX_BODY_BYTES // 2**20 * 4):  # 4x the cap
+                await resp.write(b"x" * 2**20)
+        except (ConnectionResetError, RuntimeError):
+            pass
+        return resp
+
+    async def health(_r: web.Request) -> web.Response:
+        return web.Response(text="")
+
+    async def version(_r: web.Request) -> web.Response:
+        return web.json_response({"version": "x"})
+
+    app = web.Application()
+    app.router.add_get("/v1/models", huge)
+    app.router.add_get("/health", health)
+    app.router.add_get("/version", version)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        with pytest.raises(ServerUnavailable, match="larger than 8 MiB"):
+            await aserver_info(f"http://127.0.0.1:{port}/v1", None, timeout_s=30.0)
+    finally:
+        await runner.cleanup()
