@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from playground.core.client import Backend
 from playground.core.metrics import RawTimings, derive
 from playground.core.request import build
-from playground.core.runner import new_recording
+from playground.core.runner import Recording, new_recording
 from playground.lab.stats import bootstrap_ci, percentile, summarize
 from playground.specs.presets import Variant
 
@@ -81,6 +82,37 @@ async def record(response: Any, clock: ScriptedClock, **variant: Any):
     async for ev in backend.events(rec.request, clock):
         rec.feed(ev)
     await backend.aclose()
+    return rec
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[str]:
+    """A local aiohttp app on a free port (a fake server for what vLLM never does): its root."""
+    from aiohttp import web
+
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+async def run_one(root: str, client: str, key: str = "k", max_tokens: int = 4) -> Recording:
+    """One streamed request through the runner (a pool with `key`) to `root`/v1."""
+    from playground.core.pool import ClientPool
+    from playground.core.runner import run_to_end
+
+    pool = ClientPool(key, read_timeout_s=10.0, connect_timeout_s=5.0, timeout_s=10.0)
+    v = Variant(name="v", stream=True, max_tokens=max_tokens, client=client)  # type: ignore[arg-type]
+    rec = new_recording(v, build(v, "p", "m"), f"{root}/v1")
+    try:
+        await run_to_end(pool, [rec], timeout_s=10.0)
+    finally:
+        await pool.aclose()
     return rec
 
 
@@ -252,9 +284,7 @@ async def test_a_run_against_a_server_that_echoes_the_key_keeps_no_key(client: s
 
     from aiohttp import web
 
-    from playground.core.pool import ClientPool
     from playground.core.record import RequestRecord
-    from playground.core.runner import run_to_end
 
     key = "sk-live-0a1b2c3d4e5f"
 
@@ -265,19 +295,8 @@ async def test_a_run_against_a_server_that_echoes_the_key_keeps_no_key(client: s
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", echo)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    pool = ClientPool(key, read_timeout_s=10.0, connect_timeout_s=5.0, timeout_s=10.0)
-    try:
-        v = Variant(name="v", stream=True, max_tokens=4, client=client)  # type: ignore[arg-type]
-        rec = new_recording(v, build(v, "p", "m"), f"http://127.0.0.1:{port}/v1")
-        await run_to_end(pool, [rec], timeout_s=10.0)
-    finally:
-        await pool.aclose()
-        await runner.cleanup()
+    async with serving(app) as root:
+        rec = await run_one(root, client, key)
     assert rec.error is not None and "Incorrect API key provided: [redacted]" in str(rec.error)
     assert key not in json.dumps(RequestRecord.of(rec).line(), default=str)
 
@@ -291,8 +310,7 @@ async def test_an_answer_far_larger_than_its_max_tokens_is_cut(client: str) -> N
 
     from aiohttp import web
 
-    from playground.core.pool import ClientPool
-    from playground.core.runner import CHARS_PER_TOKEN, run_to_end
+    from playground.core.runner import CHARS_PER_TOKEN
 
     sent = [0]
 
@@ -312,19 +330,8 @@ async def test_an_answer_far_larger_than_its_max_tokens_is_cut(client: str) -> N
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", flood)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    pool = ClientPool("k", read_timeout_s=10.0, connect_timeout_s=5.0, timeout_s=10.0)
-    try:
-        v = Variant(name="v", stream=True, max_tokens=16, client=client)  # type: ignore[arg-type]
-        rec = new_recording(v, build(v, "p", "m"), f"http://127.0.0.1:{port}/v1")
-        await run_to_end(pool, [rec], timeout_s=10.0)
-    finally:
-        await pool.aclose()
-        await runner.cleanup()
+    async with serving(app) as root:
+        rec = await run_one(root, client, max_tokens=16)
     assert len(rec.content) <= CHARS_PER_TOKEN * 16
     assert rec.error is not None and "more than 1,024 characters" in str(rec.error)
 
@@ -358,13 +365,6 @@ async def test_a_model_list_larger_than_the_cap_is_refused_not_read_whole() -> N
     app.router.add_get("/v1/models", huge)
     app.router.add_get("/health", health)
     app.router.add_get("/version", version)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
+    async with serving(app) as root:
         with pytest.raises(ServerUnavailable, match="larger than 8 MiB"):
-            await aserver_info(f"http://127.0.0.1:{port}/v1", None, timeout_s=30.0)
-    finally:
-        await runner.cleanup()
+            await aserver_info(f"{root}/v1", None, timeout_s=30.0)
