@@ -139,7 +139,10 @@ def build(ctx: UIContext) -> None:
                         board = ev.board
                 if run.stop:
                     break
-                yield {progress: status, board_table: _pending_rows(chosen, done_rows)}
+                # Stop stays enabled with every update (a slow page that missed the first
+                # one still gets it)
+                yield {progress: status, board_table: _pending_rows(chosen, done_rows),
+                       stop_btn: gr.update(interactive=True)}
         finally:
             await stream.aclose()
         if not board and not (run.stop and env and results):

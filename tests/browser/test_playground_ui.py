@@ -112,6 +112,9 @@ def test_run_goes_from_the_click_straight_to_the_app(page: Page, app_runs: Path)
     settle(page.get_by_label("prompt", exact=True), "straight to the app 7f3c")
     for i, preset in enumerate(("fixed-64-stream", "fixed-64-nonstream")):
         pick(page, f"preset {i + 1}", preset)
+    # the preset's values have landed (on a busy box its event can end after `pick` returns:
+    # a later fill would then be overwritten by the preset's 64)
+    expect(page.get_by_label("max_tokens", exact=True).first).to_have_value("64")
     page.get_by_label("max_tokens", exact=True).first.fill("24")  # no Tab: the click leaves it
     page.get_by_role("button", name="Run", exact=True).click()
     for i in range(2):
