@@ -25,10 +25,10 @@ Status = Literal["pending", "running", "done", "error", "cancelled"]
 Mode = Literal["concurrent", "sequential"]
 
 
-# An answer's size bound: no tokenizer decodes a token to more than a few dozen characters,
+# An answer's size bound: Qwen3's longest token decodes to 128 characters (a run of spaces),
 # so CHARS_PER_TOKEN x max_tokens (DEFAULT_TOKENS when unset) is never reached by a real
-# answer -- and a server streaming 50 MB under max_tokens 16 stops at 1,024 characters.
-CHARS_PER_TOKEN = 64
+# answer -- and a server streaming 50 MB under max_tokens 16 stops at 4,096 characters.
+CHARS_PER_TOKEN = 256
 DEFAULT_TOKENS = 40_960
 
 

@@ -333,7 +333,7 @@ async def test_an_answer_far_larger_than_its_max_tokens_is_cut(client: str) -> N
     async with serving(app) as root:
         rec = await run_one(root, client, max_tokens=16)
     assert len(rec.content) <= CHARS_PER_TOKEN * 16
-    assert rec.error is not None and "more than 1,024 characters" in str(rec.error)
+    assert rec.error is not None and "more than 4,096 characters" in str(rec.error)
 
 
 async def test_a_model_list_larger_than_the_cap_is_refused_not_read_whole() -> None:
