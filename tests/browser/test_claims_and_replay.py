@@ -72,6 +72,12 @@ def test_claims_picked_run_alone_and_stop_keeps_and_exports_what_finished(page: 
         which.click()
         page.get_by_role("option", name=re.compile(rf"\({claim}\)$")).click()
     expect(run).to_have_text("Run selected")
+    # streaming takes long enough to be stopped mid-claim, on an idle box too (its 26
+    # requests had nearly all finished by the time the click landed)
+    reps = page.get_by_label("repetitions (empty = the claim's)", exact=True)
+    reps.fill("20")
+    reps.press("Tab")
+    expect(reps).to_have_value("20")
     run.click()
     progress, board = page.locator("#claims-progress"), page.locator("#claims-board")
     expect(progress).to_contain_text("claim 2/2", timeout=120_000)  # eager finished

@@ -67,18 +67,28 @@ def test_four_columns_stream_through_the_live_feed(page: Page, app_runs: Path) -
     columns(page, 4)
     for i in range(4):
         pick(page, f"preset {i + 1}", "fixed-64-stream")
-    for box in page.get_by_label("max_tokens", exact=True).all():
+    boxes = page.get_by_label("max_tokens", exact=True)
+    for i in range(4):  # the presets' values have landed: a later one cannot overwrite ours
+        expect(boxes.nth(i)).to_have_value("64")
+    for box in boxes.all():
         box.fill("1000")  # seconds of streaming: longer than any stall of a loaded page
         box.press("Tab")
+        expect(box).to_have_value("1000")
     before = runs_now(app_runs)
     # the test's own probe (no instrumentation in the app): every 10 ms, what column 1's box
     # and its live status line show (a timer, not requestAnimationFrame: Chromium may stop
     # calling rAF for a page it does not draw)
-    page.evaluate("""() => { window.probe = []; window.probeTimer = setInterval(() => {
-        const a = document.querySelector('#answer-0 textarea');
-        const s = document.querySelector('#live-status-0');
-        window.probe.push([a ? a.value.length : 0, s ? s.textContent : '']);
-        if (window.probe.length > 50000) clearInterval(window.probeTimer); }, 10); }""")
+    # (and at every change of the status line: a timer can be throttled on a busy page, a
+    # mutation observer's callback is not)
+    page.evaluate("""() => { window.probe = [];
+        const sample = () => {
+            const a = document.querySelector('#answer-0 textarea');
+            const s = document.querySelector('#live-status-0');
+            if (window.probe.length < 50000)
+                window.probe.push([a ? a.value.length : 0, s ? s.textContent : '']); };
+        window.probeTimer = setInterval(sample, 10);
+        new MutationObserver(sample).observe(document.querySelector('#live-status-0'),
+            {childList: true, subtree: true, characterData: true}); }""")
     page.get_by_role("button", name="Run", exact=True).click()
     for i in range(4):
         expect(page.locator(f"#metrics-{i}")).to_contain_text("E2E", timeout=LONG)
