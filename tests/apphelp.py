@@ -78,6 +78,13 @@ def open_page(browser: Any, url: str, visitor: str | None = None) -> Any:
     # the page's own load events (the connection check) have landed: a slow one cannot
     # overwrite what the test does next
     page.locator(PENDING).first.wait_for(state="detached", timeout=120_000)
+    # ... and answered: the PENDING wait alone returned before the check was sent at all
+    # (V15: the check and a Connect were both in flight)
+    from playwright.sync_api import expect
+
+    if page.locator("#server-status").count():
+        expect(page.locator("#server-status")).not_to_contain_text("connecting…",
+                                                                   timeout=120_000)
     return page
 
 

@@ -70,7 +70,9 @@ class Recording:
             raw.usage = ev.usage
             raw.server_metrics = ev.server_metrics or raw.server_metrics
         elif ev.kind == "done":
-            if not raw.streaming:
+            # a streamed reply with no text at all (one token the detokenizer held back, under
+            # max_tokens 1) still ended: then E2E runs to the end of its stream
+            if not raw.streaming or raw.t_last is None:
                 raw.t_last = ev.t
             self.status = "done"
         elif ev.kind == "error":

@@ -126,8 +126,8 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
 
     def do_head(choice: str | None, uploaded: str | None, rate: float, sess: Session,
                 request: gr.Request) -> list[Any]:
-        """Set up the columns (names, prompt, the note); `do_play`, fired by the same click,
-        plays the recording -- neither waits for the other."""
+        """Set up the columns (names, prompt, the note); `do_play`, chained on its success,
+        plays the recording."""
         rec = check(uploaded or choice, sess, owner_of(request), bool(uploaded), rate)
         env = rec.environment
         where = ", ".join(f"{k}: {v}" for k, v in env.items() if k in (
@@ -145,7 +145,7 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
 
     async def do_play(tok: str, choice: str | None, uploaded: str | None, rate: float,
                       sess: Session, request: gr.Request) -> list[Any]:
-        try:  # (do_head shows the error)
+        try:  # (do_head showed the error; this is the session's own check, kept for the API)
             rec = check(uploaded or choice, sess, owner_of(request), bool(uploaded), rate)
         except gr.Error:
             return [gr.skip()] * len(stage.live_outputs())
@@ -175,19 +175,21 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
 
     def wire(listen: Callable[..., Any], source: Any) -> None:
         """The replay of what `pick` and `source` (the upload, or nothing) name, on `listen`:
-        the head and the playback, then the final values, the ladder's view, the end."""
+        the head, then (on its success) the playback, the final values, the ladder's view, the
+        end. Chained, not fired side by side: the playback marks the session busy, and a head
+        that the queue answered after it refused its own replay ("a run is in progress")."""
         listen(do_head, [pick, source, speed, session], head_outputs, api_name=False,
-               queue=False)
-        listen(do_play, [stage.token, pick, source, speed, session],
-               stage.live_outputs(), api_name=False,  # preprocessed: the upload's path is
-               postprocess=False, show_progress="hidden", js=FOLLOW_JS,  # checked by Gradio,
-               queue=False  # the pick against its choices
-               ).then(stage.final_values, session, stage.final_outputs(), api_name=False,
-                      show_progress="hidden"
-                      ).then(ladder_view[1], session, ladder_view[0], api_name=False,
-                             show_progress="hidden"
-                             ).then(ended, [session, info], info, api_name=False,
-                                    show_progress="hidden")
+               queue=False
+               ).success(do_play, [stage.token, pick, source, speed, session],
+                         stage.live_outputs(), api_name=False,  # preprocessed: the upload's
+                         postprocess=False, show_progress="hidden",  # path is checked by
+                         js=FOLLOW_JS, queue=False  # Gradio, the pick against its choices
+                         ).then(stage.final_values, session, stage.final_outputs(),
+                                api_name=False, show_progress="hidden"
+                                ).then(ladder_view[1], session, ladder_view[0], api_name=False,
+                                       show_progress="hidden"
+                                       ).then(ended, [session, info], info, api_name=False,
+                                              show_progress="hidden")
 
     wire(replay_btn.click, upload)
     nothing = gr.State(None)

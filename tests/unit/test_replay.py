@@ -245,3 +245,24 @@ def test_every_malformed_recording_gets_a_named_error(case: str, tmp_path: Path,
 def test_the_shipped_recordings_pass_the_checks() -> None:
     for path in (REPO_ROOT / "presets" / "recordings").glob("*.json"):
         assert load(path).columns
+
+
+def test_a_replay_click_plays_only_after_its_head_succeeded() -> None:
+    """The head and the playback were fired side by side by one click: under load the queue
+    answered the head after the playback had marked the session busy, and the head refused its
+    own replay ("a run is already in progress"), so the panel never said "replay ended"."""
+    from playground.settings import Settings
+    from playground.ui.blocks import build_ui
+    from playground.ui.context import UIContext
+
+    ctx = UIContext.create(Settings())
+    try:
+        demo = build_ui(ctx)
+        plays = [f for f in demo.fns.values()
+                 if f.name == "do_play" and "replay_panel" in f.fn.__module__]
+        assert plays  # the Replay button and each shipped recording's quick button
+        for f in plays:
+            assert f.trigger_after is not None and f.trigger_only_on_success
+            assert demo.fns[f.trigger_after].name == "do_head"
+    finally:
+        ctx.measure.stop()

@@ -139,6 +139,17 @@ async def test_empty_content_chunks_are_not_first_tokens() -> None:
     assert rec.raw.token_times == [0.25]
 
 
+async def test_a_streamed_reply_with_no_text_still_has_an_e2e() -> None:
+    # vLLM holds back a token that is part of a UTF-8 character: under max_tokens 1 the whole
+    # stream can carry no text (seen on the random-weight demo model)
+    stream = FakeStream([chunk(role="assistant", content=""), chunk(content="", finish="length"),
+                         usage_chunk(1)])
+    rec = await record(stream, ScriptedClock(0, 0.01, 0.02, 0.03, 0.04, 0.05), stream=True)
+    m = rec.metrics()
+    assert rec.status == "done" and m.ttft_ms is None and m.tpot_ms is None
+    assert m.e2e_ms == pytest.approx(50) and rec.raw.token_times == []
+
+
 async def test_usage_trailer_does_not_extend_e2e() -> None:
     stream = FakeStream([chunk(content="a"), chunk(content="b"), chunk(content="c"),
                          usage_chunk(3)])
