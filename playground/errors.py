@@ -48,6 +48,26 @@ def redact(err: PlaygroundError, *secrets: str | None) -> PlaygroundError:
     return err
 
 
+NOT_SHOWN = ("the server's own words are not shown: the base URL was typed by a visitor of a "
+             "shared page")
+MAX_DETAIL = 300  # characters of a server's error text that are shown and stored
+
+
+def opaque(err: PlaygroundError) -> PlaygroundError:
+    """`err` with the server's own text replaced by its failure class, in place: what a server
+    a visitor typed says (a 403 page, an internal error with a password in it) stays off a
+    shared page; the class (HTTP status, "the stream broke", "cannot reach") is kept."""
+    if isinstance(err, RequestRejected):
+        err.detail = NOT_SHOWN
+        err.message = f"server rejected the request: HTTP {err.status}: {NOT_SHOWN}"
+    elif isinstance(err, StreamError):
+        err.message = f"{err.message.split(':', 1)[0]} ({NOT_SHOWN})"
+    else:
+        return err
+    err.args = (err.message,)
+    return err
+
+
 class ServerUnavailable(PlaygroundError):
     """Nothing answers at the base URL (refused, wrong port, DNS, server still starting)."""
 
@@ -67,6 +87,8 @@ class RequestRejected(PlaygroundError):
     """The server answered with an HTTP error status (400, 401, 404, 500...)."""
 
     def __init__(self, status: int, detail: str, *, param: str | None = None) -> None:
+        if len(detail) > MAX_DETAIL:  # the server's words, shown and stored: a bounded excerpt
+            detail = detail[:MAX_DETAIL] + f"… ({len(detail):,} characters in all)"
         where = f" (parameter: {param})" if param else ""
         super().__init__(f"server rejected the request: HTTP {status}{where}: {detail}",
                          hint=_HINTS.get(status))

@@ -91,6 +91,9 @@ class Settings(BaseModel):
     # that start servers -- and type a base URL other than the configured ones.
     allow_visitor_servers: bool = False
     allow_visitor_urls: bool = False
+    # ... and those URLs may be private: loopback, private networks, link-local (cloud
+    # metadata) -- refused by default, since the app sends from the operator's machine
+    allow_private_urls: bool = False
     # benchmarks/ui_fidelity only: stamp every live message with its send time and log each
     # one's arrival in the page (window.qllFeedLog); off in normal use
     ui_instrument: bool = False

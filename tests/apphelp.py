@@ -66,14 +66,20 @@ def new_visitor() -> str:
     return f"198.51.{100 + n // 250}.{n % 250 + 1}"
 
 
-def open_page(browser: Any, url: str, visitor: str | None = None) -> Any:
+def open_page(browser: Any, url: str, visitor: str | None = None,
+              login: tuple[str, str] | None = None) -> Any:
     """A new visitor (its own browser context and, for an app that trusts 127.0.0.1 as its
     proxy, its own address: its own fair share) on the app at `url`, once the page is
-    drawn. Pages given the same `visitor` are one visitor's sessions."""
+    drawn. Pages given the same `visitor` are one visitor's sessions. `login`: (user,
+    password) for Gradio's login form of an app behind --auth."""
     ctx = browser.new_context(viewport={"width": 1500, "height": 1600},
                               extra_http_headers={"X-Forwarded-For": visitor or new_visitor()})
     page = ctx.new_page()
     page.goto(url)
+    if login:
+        page.get_by_label("username").fill(login[0])
+        page.get_by_label("password").fill(login[1])
+        page.get_by_role("button", name="Login").click()
     page.wait_for_selector("text=Variant 1", timeout=60_000)
     # the page's own load events (the connection check) have landed: a slow one cannot
     # overwrite what the test does next

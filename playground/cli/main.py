@@ -122,7 +122,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-visitor-urls", action="store_true",
                    help="on a shared page, let visitors point the app at base URLs of their "
                    "own: this app then sends requests wherever they type, from this machine "
-                   "(PLAYGROUND_ALLOW_VISITOR_URLS)")
+                   "(PLAYGROUND_ALLOW_VISITOR_URLS); private, loopback and link-local "
+                   "addresses stay refused")
+    p.add_argument("--allow-private-urls", action="store_true",
+                   help="with --allow-visitor-urls, let those URLs be private, loopback or "
+                   "link-local addresses too: visitors then reach what this machine can "
+                   "(its own ports, the internal network, a cloud's metadata service) "
+                   "(PLAYGROUND_ALLOW_PRIVATE_URLS)")
     p.set_defaults(func=cmd_ui)
 
     p = sub.add_parser("record", help="turn a playground run (runs/playground/*.jsonl) into "

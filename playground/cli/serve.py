@@ -101,7 +101,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"auth": SecretStr(args.auth)})
     if args.all_runs:
         settings = settings.model_copy(update={"list_all_runs": True})
-    for flag in ("allow_visitor_servers", "allow_visitor_urls"):
+    for flag in ("allow_visitor_servers", "allow_visitor_urls", "allow_private_urls"):
         if getattr(args, flag, False):
             settings = settings.model_copy(update={flag: True})
     settings.auth_pairs()  # a malformed USER:PASSWORD is named before anything starts

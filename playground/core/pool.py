@@ -6,10 +6,11 @@ A variant's `client` picks the reader: "openai" (core/client, the SDK), "raw" (c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from playground.core.client import Backend
-from playground.errors import PlaygroundError, redact
+from playground.errors import PlaygroundError, opaque, redact
 
 ClientName = Literal["openai", "raw", "langchain"]
 
@@ -23,14 +24,20 @@ class ClientPool:
     the SDK in the Playground, the raw reader in the benchmark lab (docs/load.md)."""
 
     def __init__(self, api_key: str, *, auto_client: ClientName = "openai",
-                 **timeouts: float) -> None:
+                 hides_text: Callable[[str], bool] | None = None, **timeouts: float) -> None:
         self._api_key = api_key
+        # base URL -> whether its server's own error text stays off the page (a URL typed by
+        # a visitor of a shared page: errors.opaque)
+        self.hides_text = hides_text
         self._timeouts = timeouts
         self.auto_client: ClientName = auto_client
         self._backends: dict[tuple[str, str], Any] = {}
 
-    def redact(self, err: PlaygroundError) -> PlaygroundError:
-        """A server's error, less this pool's API key (a server may echo it back)."""
+    def redact(self, err: PlaygroundError, base_url: str = "") -> PlaygroundError:
+        """A server's error, less this pool's API key (a server may echo it back), and less the
+        server's own words where `hides_text` says so for its base URL."""
+        if base_url and self.hides_text is not None and self.hides_text(base_url):
+            opaque(err)
         return redact(err, self._api_key)
 
     def resolve(self, client: str) -> ClientName:

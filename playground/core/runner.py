@@ -120,13 +120,13 @@ def new_recording(variant: Variant, request: ChatRequest, base_url: str) -> Reco
 
 async def _drive(pool: ClientPool, rec: Recording, clock: Clock, timeout_s: float,
                  notify: asyncio.Queue[int], index: int) -> None:
-    backend = pool.get(rec.base_url, rec.variant.client)
     rec.client = pool.resolve(rec.variant.client)
     try:
-        async with asyncio.timeout(timeout_s):
+        backend = pool.get(rec.base_url, rec.variant.client)  # (inside: a client library that
+        async with asyncio.timeout(timeout_s):  # refuses its arguments fails this one only)
             async for ev in backend.events(rec.request, clock):
                 if ev.error is not None:  # what the server said, less the key it was sent
-                    pool.redact(ev.error)
+                    pool.redact(ev.error, rec.base_url)
                 rec.feed(ev)
                 notify.put_nowait(index)
                 if rec.status == "error":  # (an answer past its cap): the stream is closed
@@ -139,6 +139,10 @@ async def _drive(pool: ClientPool, rec: Recording, clock: Clock, timeout_s: floa
     except asyncio.CancelledError:
         rec.status = "cancelled"
         raise
+    except Exception as e:  # recorded on this variant: the others run on
+        rec.error = pool.redact(StreamError(f"the request failed in the client: "
+                                            f"{type(e).__name__}: {e}"))
+        rec.status = "error"
     finally:
         notify.put_nowait(index)
 

@@ -17,9 +17,11 @@ from playground.core.port import Remembering
 from playground.core.record import RequestRecord
 from playground.core.runner import Recording
 from playground.core.warmup import WarmState, warm_server
-from playground.errors import PlaygroundError, ValidationFailed
+from playground.errors import PlaygroundError, ValidationFailed, opaque
 from playground.lab.store import RunFile, RunStore
+from playground.server import outbound
 from playground.server.floor import server_floor
+from playground.server.http import ServerInfo, aserver_info
 from playground.server.managed import ManagedServer
 from playground.settings import Settings, check_base_url
 from playground.specs.experiments import load_dataset
@@ -204,7 +206,25 @@ class UIContext:
                 f"({', '.join(sorted(self.known_urls())) or 'none configured'}): put that "
                 "URL back. The operator can allow other URLs with `playground ui "
                 "--allow-visitor-urls`")
+        if self.hides_text(url) and not self.settings.allow_private_urls:
+            why = outbound.refusal(url)
+            if why:
+                raise ValidationFailed(
+                    "base URL", f"{why}: a visitor's URL must be a public address. The "
+                    "operator can allow private ones with `playground ui --allow-private-urls`")
         return url, typed_key or self.settings.api_key_for(url)
+
+    async def server_info(self, url: str, key: str) -> ServerInfo:
+        """`aserver_info`, its error less the server's words where `hides_text` says so."""
+        try:
+            return await aserver_info(url, key)
+        except PlaygroundError as e:
+            raise (opaque(e) if self.hides_text(url) else e) from None
+
+    def hides_text(self, url: str) -> bool:
+        """Whether what the server at `url` says in its errors stays off the page: a URL a
+        visitor of a shared page typed (errors.opaque). The operator's servers are shown."""
+        return self.shared and url.rstrip("/") not in self.known_urls()
 
     def pool(self, api_key: str) -> ClientPool:
         """One pool (one AsyncOpenAI per base URL) per API key; keyed by a hash, not the key.
@@ -214,7 +234,8 @@ class UIContext:
         key = hashlib.sha256(api_key.encode()).hexdigest()
         if key not in self._pools:
             s = self.settings
-            self._pools[key] = ClientPool(api_key, connect_timeout_s=s.connect_timeout_s,
+            self._pools[key] = ClientPool(api_key, hides_text=self.hides_text,
+                                          connect_timeout_s=s.connect_timeout_s,
                                           read_timeout_s=s.read_timeout_s,
                                           timeout_s=s.timeout_s)
         return self._pools[key]

@@ -17,7 +17,6 @@ from playground.core.preflight import MAX_PROMPT_CHARS, check_prompt
 from playground.core.runner import run_to_end
 from playground.errors import PlaygroundError, ValidationFailed
 from playground.outputs.fmt import demo_notice, md_text
-from playground.server.http import aserver_info
 from playground.ui import ids, ladder_panel, replay_panel
 from playground.ui.column_view import column, read_variant, wire_column
 from playground.ui.columns import MAX_COLUMNS, columns_asked
@@ -101,7 +100,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
                     model: gr.update(choices=[], value=None)}
         try:
             url, key = ctx.connection(url, key)
-            info = await aserver_info(url, key)
+            info = await ctx.server_info(url, key)
         except PlaygroundError as e:
             return {server_status: f"❌ {md_text(e)}", model: gr.update(choices=[], value=None)}
         names = [m.id for m in info.models]

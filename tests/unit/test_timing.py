@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -101,12 +102,13 @@ async def serving(app: Any) -> AsyncIterator[str]:
         await runner.cleanup()
 
 
-async def run_one(root: str, client: str, key: str = "k", max_tokens: int = 4) -> Recording:
-    """One streamed request through the runner (a pool with `key`) to `root`/v1."""
+async def run_one(root: str, client: str, key: str = "k", max_tokens: int = 4,
+                  pool: Any = None) -> Recording:
+    """One streamed request through the runner (a pool with `key`, or `pool`) to `root`/v1."""
     from playground.core.pool import ClientPool
     from playground.core.runner import run_to_end
 
-    pool = ClientPool(key, read_timeout_s=10.0, connect_timeout_s=5.0, timeout_s=10.0)
+    pool = pool or ClientPool(key, read_timeout_s=10.0, connect_timeout_s=5.0, timeout_s=10.0)
     v = Variant(name="v", stream=True, max_tokens=max_tokens, client=client)  # type: ignore[arg-type]
     rec = new_recording(v, build(v, "p", "m"), f"{root}/v1")
     try:
@@ -379,3 +381,30 @@ async def test_a_model_list_larger_than_the_cap_is_refused_not_read_whole() -> N
     async with serving(app) as root:
         with pytest.raises(ServerUnavailable, match="larger than 8 MiB"):
             await aserver_info(f"{root}/v1", None, timeout_s=30.0)
+
+
+async def test_a_client_that_refuses_its_arguments_fails_its_variant_only() -> None:
+    """The SDK raises while it is built (no API key at all): that raised before the runner's
+    bookkeeping, and the run waited forever for a variant that had already died."""
+    from aiohttp import web
+
+    from playground.core.pool import ClientPool
+    from playground.core.runner import run_to_end
+
+    async def refuse(request: web.Request) -> web.Response:
+        return web.json_response({"error": {"message": "no"}}, status=403)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", refuse)
+    async with serving(app) as root:
+        pool = ClientPool("", read_timeout_s=10.0, connect_timeout_s=5.0, timeout_s=10.0)
+        recs = [new_recording(v, build(v, "p", "m"), f"{root}/v1") for v in (
+            Variant(name="sdk", stream=True, client="openai"),
+            Variant(name="raw", stream=True, client="raw"))]
+        try:
+            async with asyncio.timeout(30):
+                await run_to_end(pool, recs, timeout_s=10.0)
+        finally:
+            await pool.aclose()
+    assert "OpenAIError" in str(recs[0].error) and recs[0].status == "error"
+    assert "HTTP 403" in str(recs[1].error)

@@ -79,7 +79,64 @@ def test_on_a_shared_page_server_powers_and_other_urls_are_the_operators() -> No
     opened = UIContext.create(Settings(base_url=own, allow_visitor_servers=True,
                                        allow_visitor_urls=True), shared=True)
     assert opened.servers_refused() == ""
-    assert opened.connection("http://10.0.0.1:6379/v1", None)[0] == "http://10.0.0.1:6379/v1"
+    public = "http://93.184.216.34:8000/v1"
+    assert opened.connection(public, None)[0] == public
+    private = UIContext.create(Settings(base_url=own, allow_visitor_urls=True,
+                                        allow_private_urls=True), shared=True)
+    assert private.connection("http://10.0.0.1:6379/v1", None)[0] == "http://10.0.0.1:6379/v1"
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    ("http://169.254.169.254/latest/meta-data", "link-local"),
+    ("http://[::ffff:169.254.169.254]/v1", "link-local"),
+    ("http://[::ffff:a9fe:a9fe]/v1", "link-local"),
+    ("http://metadata.google.internal/v1", "metadata"),
+    ("http://10.0.0.1:6379/v1", "private network"),
+    ("http://192.168.1.1/v1", "private network"),
+    ("http://127.0.0.1:8001/v1", "loopback"),
+    ("http://[::1]:8001/v1", "loopback"),
+    ("http://localhost:8001/v1", "loopback"),
+    ("http://0.0.0.0:8001/v1", "reserved"),
+    ("http://no-such-host.invalid/v1", "does not resolve"),
+])
+def test_a_visitors_url_may_not_reach_what_only_this_machine_can(url: str, why: str) -> None:
+    """Issue 4/7, item 7: with --allow-visitor-urls any http(s) host passed -- the metadata
+    service, [::ffff:169.254.169.254], 10.0.0.1:6379: a scanner of the operator's network."""
+    opened = UIContext.create(Settings(base_url="http://127.0.0.1:8000/v1",
+                                       allow_visitor_urls=True), shared=True)
+    with pytest.raises(ValidationFailed, match=why) as e:
+        opened.connection(url, None)
+    assert str(e.value).startswith("base URL:") and "--allow-private-urls" in str(e.value)
+    assert opened.connection("http://127.0.0.1:8000/v1", None)  # the operator's own: fine
+
+
+async def test_what_a_visitors_server_says_stays_off_a_shared_page() -> None:
+    """Error bodies were shown verbatim ("HTTP 403: internal-admin: db_password=..."): for a
+    URL a visitor typed the error names its class only; the operator's server is shown, cut."""
+    from aiohttp import web
+
+    from tests.unit.test_timing import run_one, serving
+
+    async def secret(request: web.Request) -> web.Response:
+        return web.json_response({"error": {"message": "internal-admin: db_password=hunter2 "
+                                            + "x" * 5000}}, status=403)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", secret)
+    async with serving(app) as root:
+        for typed in (True, False):
+            own = "http://127.0.0.1:9/v1" if typed else f"{root}/v1"
+            ctx = UIContext.create(Settings(base_url=own, allow_visitor_urls=True,
+                                            allow_private_urls=True), shared=True)
+            try:
+                rec = await run_one(root, "openai", pool=ctx.pool("EMPTY"))
+                with pytest.raises(Exception) as e:
+                    await ctx.server_info(f"{root}/v1", "EMPTY")
+            finally:
+                ctx.measure.stop()
+            for text in (str(rec.error), str(e.value)):
+                assert "HTTP 403" in text
+                assert ("hunter2" not in text) == typed and len(text) < 1000
 
 
 def test_on_a_shared_page_replays_are_bounded() -> None:
