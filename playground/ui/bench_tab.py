@@ -231,9 +231,10 @@ def build(ctx: UIContext) -> None:
 
     refresh.click(do_refresh, None, [run_a, run_b], api_name=False)
 
-    async def do_check(limit: float | None, label: str) -> tuple[str, str]:
+    async def do_check(limit: float | None, label: str, request: gr.Request
+                       ) -> tuple[str, str]:
         metric = MONITOR_METRICS.get(label, "e2e_ms")
-        paths = RunStore(ctx.settings.runs_dir).list_runs("bench")
+        paths = [Path(p) for p in _runs(ctx, owner_of(request))]  # this visitor's own
         # reading every run file is disk and CPU work: a worker, never Gradio's loop
         points = await asyncio.to_thread(monitor.history, paths, metric, limit or None)
         chart = p95_chart([(p.path.stem, p.p95_ms, p.crossed) for p in points], limit or None,
