@@ -26,6 +26,7 @@ from playground.specs.limits import (
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_SCHEMA_BYTES = 32_000
+MAX_USER_PRESETS = 1_000  # saved presets the user folder keeps (all visitors together)
 
 
 class PromptVariant(BaseModel):
@@ -283,6 +284,10 @@ class PresetLibrary:
         if path.exists() and not overwrite:
             raise ValidationFailed("name", f"a saved preset {variant.name!r} already exists "
                                    "(saved by someone else, or earlier) -- pick another name")
+        if not path.exists() and len(list(folder.glob("*.yaml"))) >= MAX_USER_PRESETS:
+            raise ValidationFailed("name", f"the presets folder holds {MAX_USER_PRESETS:,} "
+                                   "saved presets, the most it keeps -- replace one of yours, "
+                                   "or ask the operator to clear some")
         data = variant.model_dump(mode="json", by_alias=True, exclude_defaults=True)
         data["name"] = variant.name
         path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), "utf-8")

@@ -27,6 +27,7 @@ from playground.settings import Settings, check_base_url
 from playground.specs.experiments import load_dataset
 from playground.specs.presets import PresetLibrary
 from playground.ui.live_channels import Feeds
+from playground.ui.quotas import PRESETS_PER_WINDOW, Quota
 from playground.ui.run_route import Plans, Starter
 from playground.ui.slots import Slots
 
@@ -130,6 +131,8 @@ class UIContext:
     start_run: Starter | None = None  # the Playground tab's Run (for the run route)
     port: Remembering = field(default_factory=Remembering)  # server facts, briefly cached
     logs: set[RunLog] = field(default_factory=set)  # the runs in flight, for a clean shutdown
+    # presets saved per visitor an hour (a shared page only: the disk is the operator's)
+    preset_saves: Quota = field(default_factory=lambda: Quota(PRESETS_PER_WINDOW))
     _pools: dict[str, ClientPool] = field(default_factory=dict)
     _floors: dict[str, float | None] = field(default_factory=dict)
 
@@ -220,6 +223,11 @@ class UIContext:
             return await aserver_info(url, key)
         except PlaygroundError as e:
             raise (opaque(e) if self.hides_text(url) else e) from None
+
+    def count_save(self, request: Any) -> None:
+        """One more preset saved by this visitor (a shared page caps them: ValidationFailed)."""
+        if self.shared:
+            self.preset_saves.take(self.visitor(request), "new presets", "preset name")
 
     def hides_text(self, url: str) -> bool:
         """Whether what the server at `url` says in its errors stays off the page: a URL a

@@ -273,7 +273,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
     for c in columns:
         save_inputs |= {c.preset, *c.controls()}
 
-    def do_save(data: dict[Any, Any]) -> dict[Any, Any]:
+    def do_save(data: dict[Any, Any], request: gr.Request) -> dict[Any, Any]:
         c = columns[int(data[save_col]) - 1]
         sess: Session = data[session]
         name = str(data[save_name] or "").strip()
@@ -284,7 +284,8 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
             # the column as it stands: its controls over its preset (fields without a control
             # are the preset's), saved under the new name
             v = read_variant(ctx, data[c.preset], [data[x] for x in c.controls()], name=name)
-            again = v.name in sess.saved
+            if not (again := v.name in sess.saved):  # a new one counts (shared: capped)
+                ctx.count_save(request)
             path = ctx.library.save_user_variant(v, overwrite=again)
         except ValidationFailed as e:
             return {save_status: f"❌ {md_text(e)}"}

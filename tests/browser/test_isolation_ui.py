@@ -4,6 +4,7 @@ recordings, and neither can silently replace the other's saved preset."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -73,3 +74,27 @@ def test_visitors_see_only_their_own_runs_and_keep_their_presets(
     assert theirs == [] and others == []
     assert first.startswith("✅") and again.startswith("✅")
     assert stolen.startswith("❌") and empty.startswith("❌")
+
+
+@pytest.mark.reliability(case="one visitor of a shared page saves preset after preset, in the "
+                         "browser", where="past the hourly count (12) the save status refuses, "
+                         "naming the field and when to try again; saving one's own again is "
+                         "free", order=58)
+def test_a_visitor_of_a_shared_page_saves_a_bounded_number_of_presets(
+        browser, tmp_path: Path, observed: Callable[[str], None]) -> None:  # type: ignore[no-untyped-def]
+    from playground.ui.quotas import PRESETS_PER_WINDOW
+    from tests.apphelp import app
+
+    login = ("demo", "presets-pass-3a9")
+    env = {"PLAYGROUND_AUTH": ":".join(login), "PLAYGROUND_USER_PRESETS_DIR": str(tmp_path)}
+    with app("--replay", env_extra=env, log=tmp_path / "app.log") as (url, _):
+        page = visitor(browser, url, login=login)
+        for i in range(PRESETS_PER_WINDOW):
+            save_preset(page, f"cap-{i}", f"saved as cap-{i} ")
+        refused = save_preset(page, "cap-extra", "at most")
+        again = save_preset(page, "cap-0", "replaces your earlier save")
+        page.context.close()
+    observed(f"{PRESETS_PER_WINDOW} saved, then: {refused}; saving cap-0 again: {again[:40]}")
+    assert refused.startswith("❌ preset name: at most 12 new presets")
+    assert not (tmp_path / "variants" / "cap-extra.yaml").exists()
+    assert again.startswith("✅")

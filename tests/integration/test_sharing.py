@@ -92,3 +92,38 @@ def test_on_a_space_with_no_server_the_app_starts_in_replay_mode(tmp_path: Path)
         assert status == 200 and "Replay mode" in body
     assert "replay mode, no server" in log.read_text()
     assert "vllm" not in log.read_text().lower().replace("vllm server", "")
+
+
+@pytest.mark.reliability(case="one visitor of a shared app (--auth) uploads file after file",
+                         where="past the hourly count (30) the upload route answers 429 naming "
+                         "the limit, before anything is stored; another visitor still uploads",
+                         order=53)
+def test_uploads_are_counted_per_visitor_on_a_shared_page(tmp_path: Path, observed) -> None:  # type: ignore[no-untyped-def]
+    import httpx2
+
+    from playground.ui.quotas import UPLOADS_PER_WINDOW
+
+    secret = "upload-pass-5e1"
+    with app("--replay", env_extra={"PLAYGROUND_AUTH": f"demo:{secret}"},
+             log=tmp_path / "app.log") as (url, _):
+        def client(visitor: str) -> httpx2.Client:
+            c = httpx2.Client(base_url=url, follow_redirects=True,
+                              headers={"X-Forwarded-For": visitor})
+            assert c.post("login", data={"username": "demo", "password": secret}
+                          ).status_code == 200
+            return c
+
+        one, other = client("198.51.100.7"), client("198.51.100.8")
+        try:
+            codes = [one.post("gradio_api/upload", files={"files": ("r.json", b"{}")}
+                              ).status_code for _ in range(UPLOADS_PER_WINDOW + 2)]
+            refused = one.post("gradio_api/upload", files={"files": ("r.json", b"{}")})
+            theirs = other.post("gradio_api/upload", files={"files": ("r.json", b"{}")})
+        finally:
+            one.close()
+            other.close()
+    observed(f"{codes.count(200)} uploads accepted, then HTTP {refused.status_code}: "
+             f"{refused.json()['detail']}; another visitor: HTTP {theirs.status_code}")
+    assert codes == [200] * UPLOADS_PER_WINDOW + [429, 429]
+    assert refused.status_code == 429 and "at most 30 uploads" in refused.json()["detail"]
+    assert theirs.status_code == 200

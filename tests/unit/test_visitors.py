@@ -171,3 +171,31 @@ def test_the_floor_probe_runs_once_per_server_and_memory_is_measured_once(monkey
     hits = floor.measure_cpu_bandwidth.cache_info().hits
     assert floor.measure_cpu_bandwidth(1, 1) == first
     assert floor.measure_cpu_bandwidth.cache_info().hits == hits + 1
+
+
+def test_a_visitors_quota_counts_over_a_sliding_window(tmp_path: Path) -> None:
+    """Uploads and saved presets had no count cap (40 x 4 MiB in 0.9 s; 200 presets in 30 s)."""
+    from playground.ui.quotas import Quota
+
+    now = [0.0]
+    q = Quota(2, window_s=60.0, clock=lambda: now[0])
+    q.take("a", "new presets", "preset name")
+    q.take("a", "new presets", "preset name")
+    with pytest.raises(ValidationFailed, match=r"preset name: at most 2 new presets .* 1 min"):
+        q.take("a", "new presets", "preset name")
+    q.take("b", "new presets", "preset name")  # another visitor: their own count
+    now[0] = 60.0
+    q.take("a", "new presets", "preset name")  # the first use left the window
+
+
+def test_the_saved_presets_folder_is_bounded(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from playground.specs import presets
+    from playground.specs.presets import PresetLibrary, Variant
+
+    monkeypatch.setattr(presets, "MAX_USER_PRESETS", 2)
+    lib = PresetLibrary(REPO_ROOT / "presets", tmp_path / "user")
+    for name in ("mine-1", "mine-2"):
+        lib.save_user_variant(Variant(name=name))
+    with pytest.raises(ValidationFailed, match="the most it keeps"):
+        lib.save_user_variant(Variant(name="mine-3"))
+    lib.save_user_variant(Variant(name="mine-2", temperature=0.3), overwrite=True)  # replacing
