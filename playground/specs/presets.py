@@ -285,9 +285,8 @@ class PresetLibrary:
             raise ValidationFailed("name", f"a saved preset {variant.name!r} already exists "
                                    "(saved by someone else, or earlier) -- pick another name")
         if not path.exists() and len(list(folder.glob("*.yaml"))) >= MAX_USER_PRESETS:
-            raise ValidationFailed("name", f"the presets folder holds {MAX_USER_PRESETS:,} "
-                                   "saved presets, the most it keeps -- replace one of yours, "
-                                   "or ask the operator to clear some")
+            raise ValidationFailed("name", f"{MAX_USER_PRESETS:,} presets are saved here, the "
+                                   "most kept -- replace one of yours, or ask the operator")
         data = variant.model_dump(mode="json", by_alias=True, exclude_defaults=True)
         data["name"] = variant.name
         path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), "utf-8")

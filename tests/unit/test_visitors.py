@@ -196,6 +196,6 @@ def test_the_saved_presets_folder_is_bounded(tmp_path: Path, monkeypatch) -> Non
     lib = PresetLibrary(REPO_ROOT / "presets", tmp_path / "user")
     for name in ("mine-1", "mine-2"):
         lib.save_user_variant(Variant(name=name))
-    with pytest.raises(ValidationFailed, match="the most it keeps"):
+    with pytest.raises(ValidationFailed, match="the most kept"):
         lib.save_user_variant(Variant(name="mine-3"))
     lib.save_user_variant(Variant(name="mine-2", temperature=0.3), overwrite=True)  # replacing
