@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from playground.core.client import Backend
 from playground.errors import PlaygroundError, opaque, redact
+from playground.settings import same_server
 
 ClientName = Literal["openai", "raw", "langchain"]
 
@@ -24,8 +25,12 @@ class ClientPool:
     the SDK in the Playground, the raw reader in the benchmark lab (docs/load.md)."""
 
     def __init__(self, api_key: str, *, auto_client: ClientName = "openai",
-                 hides_text: Callable[[str], bool] | None = None, **timeouts: float) -> None:
+                 hides_text: Callable[[str], bool] | None = None, key_for: str | None = None,
+                 **timeouts: float) -> None:
         self._api_key = api_key
+        # the one base URL the key belongs to (None: every URL this pool is asked for); any
+        # other server -- one an experiment or a server preset started -- gets no key
+        self.key_for = key_for
         # base URL -> whether its server's own error text stays off the page (a URL typed by
         # a visitor of a shared page: errors.opaque)
         self.hides_text = hides_text
@@ -46,17 +51,19 @@ class ClientPool:
     def get(self, base_url: str, client: str = "auto") -> Any:
         name = self.resolve(client)
         key = (base_url.rstrip("/"), name)
+        api_key = self._api_key if self.key_for is None or same_server(
+            base_url, self.key_for) else "EMPTY"
         if key not in self._backends:
             if name == "raw":
                 from playground.core.wire import RawBackend  # aiohttp: only when asked for
 
-                self._backends[key] = RawBackend(key[0], self._api_key, **self._timeouts)
+                self._backends[key] = RawBackend(key[0], api_key, **self._timeouts)
             elif name == "langchain":
                 from playground.core.langchain_client import LangChainBackend
 
-                self._backends[key] = LangChainBackend(key[0], self._api_key, **self._timeouts)
+                self._backends[key] = LangChainBackend(key[0], api_key, **self._timeouts)
             else:
-                self._backends[key] = Backend(key[0], self._api_key, **self._timeouts)
+                self._backends[key] = Backend(key[0], api_key, **self._timeouts)
         return self._backends[key]
 
     async def aclose(self) -> None:

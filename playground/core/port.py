@@ -59,6 +59,8 @@ class Live:
     def pool(self, settings: Settings, api_key: str | None = None, *,
              auto_client: ClientName = "openai") -> Pool:
         return ClientPool(api_key or settings.api_key_value(), auto_client=auto_client,
+                          key_for=None if api_key else settings.base_url,  # the operator's
+                          # key: to the operator's server only
                           connect_timeout_s=settings.connect_timeout_s,
                           read_timeout_s=settings.read_timeout_s, timeout_s=settings.timeout_s)
 

@@ -164,7 +164,8 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
 
     # the lab reads streams with the raw reader unless a variant names its client (docs/load.md)
     pool = port.pool(settings, auto_client="raw")
-    client = LoadClient(settings.api_key_value(), connect_timeout_s=settings.connect_timeout_s,
+    client = LoadClient(settings.api_key_value(), key_for=settings.base_url,
+                        connect_timeout_s=settings.connect_timeout_s,
                         read_timeout_s=settings.read_timeout_s, timeout_s=settings.timeout_s)
 
     served = next((m for m in (await port.info(target.base_url, settings.api_key_value())

@@ -57,9 +57,10 @@ class LoadClient:
     read_timeout_s: float = 60.0
     timeout_s: float = 120.0
     auto_client: ClientName = "raw"
+    key_for: str | None = None  # the base URL the key belongs to (ClientPool.key_for)
 
     def pool(self) -> ClientPool:
-        return ClientPool(self.api_key, auto_client=self.auto_client,
+        return ClientPool(self.api_key, auto_client=self.auto_client, key_for=self.key_for,
                           connect_timeout_s=self.connect_timeout_s,
                           read_timeout_s=self.read_timeout_s, timeout_s=self.timeout_s)
 

@@ -199,3 +199,33 @@ def test_the_saved_presets_folder_is_bounded(tmp_path: Path, monkeypatch) -> Non
     with pytest.raises(ValidationFailed, match="the most kept"):
         lib.save_user_variant(Variant(name="mine-3"))
     lib.save_user_variant(Variant(name="mine-2", temperature=0.3), overwrite=True)  # replacing
+
+
+async def test_the_operators_key_goes_to_the_operators_server_only() -> None:
+    """The operator's key went to servers that a benchmark's server presets started (and to a
+    variant's own base_url): the lab's pools sent it to every URL they were asked for."""
+    from aiohttp import web
+    from pydantic import SecretStr
+
+    from playground.core.port import Live
+    from tests.unit.test_timing import run_one, serving
+
+    seen: dict[str, list[str]] = {}
+
+    def recorder(name: str) -> web.Application:
+        async def handle(request: web.Request) -> web.Response:
+            seen.setdefault(name, []).append(request.headers.get("Authorization", ""))
+            return web.json_response({"error": {"message": "no"}}, status=403)
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", handle)
+        return app
+
+    async with serving(recorder("operator")) as op, serving(recorder("started")) as other:
+        settings = Settings(base_url=f"{op}/v1", api_key=SecretStr("sk-operator-1234"))
+        for client in ("openai", "raw"):
+            pool = Live().pool(settings, auto_client="raw")
+            await run_one(op, client, pool=pool)
+            await run_one(other, client, pool=Live().pool(settings))
+    assert seen["operator"] == ["Bearer sk-operator-1234"] * 2
+    assert seen["started"] == ["Bearer EMPTY"] * 2
