@@ -27,8 +27,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from playground.cli.sweep import run_sweep
+    from playground.cli.sweep import run_rate_sweep, run_sweep
 
+    if args.rate:
+        return run_rate_sweep(settings_of(args), args.rate, out_folder(args.out) or Path(
+            args.out), arrival=args.arrival, burstiness=args.burstiness, seed=args.seed,
+            max_concurrency=args.max_concurrency, output_len=args.output_len,
+            num_prompts=args.num_prompts)
     return run_sweep(settings_of(args), args.concurrency, out_folder(args.out) or Path(args.out),
                      engine=args.engine,
                      output_len=args.output_len, num_prompts=args.num_prompts)
@@ -165,6 +170,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--output-len", type=int, default=64, help="tokens per answer (ignore_eos)")
     p.add_argument("--num-prompts", type=int, default=64, help="requests per level (at least "
                    "2 x the concurrency)")
+    p.add_argument("--rate", help="a rate sweep instead: comma-separated requests a second "
+                   "(inf: all at once), each level open-loop -- requests are sent when the "
+                   "arrival schedule says, whatever is in flight; stops when the server "
+                   "saturates (docs/load.md)")
+    p.add_argument("--arrival", choices=["poisson", "gamma", "constant"], default="poisson",
+                   help="the arrival profile of --rate (vllm bench serve's definitions)")
+    p.add_argument("--burstiness", type=float, default=1.0,
+                   help="gamma arrivals' shape: below 1 burstier, above 1 more even")
+    p.add_argument("--seed", type=int, default=0, help="the arrival schedule's seed")
+    p.add_argument("--max-concurrency", type=int, help="with --rate: at most this many in "
+                   "flight (later requests wait to be sent: their send delay shows it)")
     p.add_argument("--out", required=True, help="folder for sweep.json + sweep-requests.csv")
     p.set_defaults(func=cmd_sweep)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from playground.errors import ValidationFailed
 from playground.lab import sweep
+from playground.lab.arrivals import parse_rates
 from playground.lab.engine import available
 from playground.server.http import server_info
 from playground.server.machine import describe
@@ -86,3 +87,62 @@ def run_sweep(settings: Settings, levels_text: str, out: Path, *, engine: str = 
 
 def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f} ms"
+
+
+def run_rate_sweep(settings: Settings, rates_text: str, out: Path, *, arrival: str = "poisson",
+                   burstiness: float = 1.0, seed: int = 0, max_concurrency: int | None = None,
+                   output_len: int = 64, num_prompts: int = 64) -> int:
+    """Open-loop levels at each rate, in this process (lab/arrivals, runner.run_at), until the
+    server saturates (sweep.saturated). Each level's rows carry the send delay."""
+    if not burstiness > 0 or (arrival != "gamma" and burstiness != 1.0):
+        raise ValidationFailed("--burstiness", f"{burstiness:g}: give a number above 0, with "
+                               "--arrival gamma (poisson and constant arrivals have none)")
+    try:
+        rates = parse_rates(rates_text, arrival, burstiness)  # type: ignore[arg-type]
+    except ValueError as e:
+        raise ValidationFailed("--rate", str(e)) from None
+    if not 2 <= output_len <= 8192:
+        raise ValidationFailed("--output-len", "must be 2-8192 tokens (TPOT needs two)")
+    if num_prompts < 1:
+        raise ValidationFailed("--num-prompts", "must be at least 1")
+    if max_concurrency is not None and max_concurrency < 1:
+        raise ValidationFailed("--max-concurrency", "must be at least 1 (or left out)")
+    key = settings.api_key_value()
+    info = server_info(settings.base_url, key)
+    if not info.models:
+        raise ValidationFailed("--base-url", f"{settings.base_url} serves no model")
+    model = next((m for m in info.models if m.id == settings.model), info.models[0]).id
+    out.mkdir(parents=True, exist_ok=True)
+    doc: dict[str, Any] = {
+        "base_url": settings.base_url, "model": model, "vllm": info.version,
+        "date": time.strftime("%Y-%m-%d %H:%M"), "machine": describe(),
+        "output_len": output_len, "engine": "playground (open loop)", "arrival": arrival,
+        "burstiness": burstiness, "seed": seed, "max_concurrency": max_concurrency,
+        "levels": [], "stopped": ""}
+    sweep.ours(settings.base_url, key, model, sweep.prompts("warm", 4), output_len, 2)
+    writer = sweep.RowWriter(out / "sweep-requests.csv")
+    try:
+        for rate in rates:
+            texts = sweep.prompts(f"sweep rate {rate.per_s:g}", num_prompts)
+            rows, wall = sweep.ours_at(settings.base_url, key, model, texts, output_len, rate,
+                                       seed=seed, max_concurrency=max_concurrency)
+            writer.write(max_concurrency or 0, 0, "playground", rows, rate=rate.per_s)
+            level = {"rate_per_s": rate.per_s if rate.per_s != float("inf") else "inf",
+                     "profile": rate.label(), **sweep.summarise(rows, [wall])}
+            doc["levels"].append(level)
+            print(f"{rate.label():24} n={level['n']:<5} failed={level['failed']:<3} "
+                  f"{level['req_per_s'] or 0:.2f} req/s  TTFT p50 {_ms(level['ttft_p50_ms'])}"
+                  f" (from schedule {_ms(level.get('ttft_from_due_p50_ms'))})  send delay "
+                  f"p50 {_ms(level.get('send_delay_p50_ms'))} p99 "
+                  f"{_ms(level.get('send_delay_p99_ms'))}"
+                  f"{'  CLIENT-BOUND' if level.get('client_bound') else ''}", flush=True)
+            if len(doc["levels"]) > 1 and (why := sweep.saturated(doc["levels"][-2], level)):
+                doc["stopped"] = why
+                print(why, flush=True)
+            (out / "sweep.json").write_text(json.dumps(doc, indent=1), "utf-8")
+            if doc["stopped"]:
+                break
+    finally:
+        writer.close()
+    print(f"-> {out / 'sweep.json'}, {out / 'sweep-requests.csv'}", file=sys.stderr)
+    return 0 if all(lv["failed"] == 0 for lv in doc["levels"]) else 1

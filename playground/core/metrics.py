@@ -25,6 +25,9 @@ class RawTimings:
     """What the client observed for one request. `t_*` are clock readings in seconds."""
 
     streaming: bool
+    # when an open-loop run scheduled this request (lab/arrivals): t_send - t_due is the
+    # client's own delay in sending it; None in closed-loop runs
+    t_due: float | None = None
     t_send: float | None = None
     # when our code called the client library (SDK / LangChain): t_send - t_call is the
     # library's own time before the request reached the transport
@@ -64,6 +67,11 @@ class Metrics:
     pre_send_ms: float | None = None
     # whether the reply had answer text (None: not known -- the caller did not say)
     answered: bool | None = None
+    # open-loop runs only (t_due): the client's delay in sending (t_send - t_due), and TTFT and
+    # E2E counted from the schedule instead of from the send (coordinated omission shown)
+    send_delay_ms: float | None = None
+    ttft_from_due_ms: float | None = None
+    e2e_from_due_ms: float | None = None
 
     @property
     def visible_wait_ms(self) -> float | None:
@@ -115,6 +123,9 @@ def derive(raw: RawTimings, answered: bool | None = None) -> Metrics:
         reasoning_tokens=raw.usage.reasoning_tokens,
         pre_send_ms=_ms(raw.t_call, raw.t_send),
         answered=(raw.t_first_content is not None) if raw.streaming else answered,
+        send_delay_ms=_ms(raw.t_due, raw.t_send),
+        ttft_from_due_ms=_ms(raw.t_due, raw.t_first_token) if raw.streaming else None,
+        e2e_from_due_ms=_ms(raw.t_due, raw.t_last),
     )
 
 

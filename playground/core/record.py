@@ -28,7 +28,7 @@ RUN_FORMAT = 2
 Phase = Literal["warmup", "timed"]
 # Per-request numbers a view may ask for by name (all milliseconds).
 METRIC_NAMES = ("ttft_ms", "ttfa_ms", "visible_wait_ms", "e2e_ms", "tpot_ms", "first_chunk_ms",
-                "pre_send_ms")
+                "pre_send_ms", "send_delay_ms", "ttft_from_due_ms", "e2e_from_due_ms")
 
 
 class ErrorInfo(BaseModel):

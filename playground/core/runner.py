@@ -215,3 +215,47 @@ async def run_many(pool: ClientPool, recordings: Sequence[Recording], *, concurr
             w.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
     return recordings
+
+
+async def run_at(pool: ClientPool, recordings: Sequence[Recording], due_s: Sequence[float], *,
+                 max_concurrency: int | None = None, timeout_s: float = 120.0,
+                 clock: Clock = time.perf_counter, on_done=None) -> float:
+    """An open-loop run: request i is due `due_s[i]` seconds after the start (lab/arrivals),
+    whatever the others are doing. Each is stamped `t_due` before it waits for a send slot
+    (`max_concurrency`: at most that many in flight, as vllm bench's --max-concurrency), so a
+    client that cannot keep up shows as send delay (t_send - t_due), never as a later schedule.
+    Returns the start (clock reading) that the offsets count from."""
+    if len(due_s) != len(recordings):
+        raise ValueError(f"{len(due_s)} due times for {len(recordings)} requests")
+    sink: asyncio.Queue[int] = asyncio.Queue()  # notifications nobody needs to read
+    slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+    loop = asyncio.get_running_loop()
+    start = clock() + 0.05  # every task is created before the first one is due
+
+    async def one(i: int) -> None:
+        rec = recordings[i]
+        wait = start + due_s[i] - clock()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        rec.raw.t_due = start + due_s[i]
+        if slots is not None:
+            async with slots:
+                await _drive(pool, rec, clock, timeout_s, sink, i)
+        else:
+            await _drive(pool, rec, clock, timeout_s, sink, i)
+        while not sink.empty():
+            sink.get_nowait()
+        if on_done is not None:
+            on_done(rec)
+
+    tasks = [loop.create_task(one(i)) for i in range(len(recordings))]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for rec in recordings:
+            if not rec.finished:
+                rec.status = "cancelled"
+    return start

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from playground.core import request
-from playground.core.runner import new_recording
+from playground.core.runner import Recording, new_recording, run_at
+from playground.lab.arrivals import Rate, schedule
 from playground.lab.engine import (
     BenchServe,
     aligned,
@@ -34,7 +35,9 @@ from playground.specs.presets import Variant
 Engine = Literal["auto", "playground", "vllm-bench"]
 METRICS = ("ttft", "tpot", "itl", "e2e")
 CSV_HEADER = ["concurrency", "block", "tool", "request", "ok", "ttft_ms", "tpot_ms", "e2e_ms",
-              "output_tokens", "itl_ms"]
+              "output_tokens", "itl_ms",
+              # open-loop (rate) levels only; empty otherwise, and absent in older files
+              "rate_per_s", "send_delay_ms", "ttft_from_due_ms", "e2e_from_due_ms"]
 FILLER = "Summarise the history of the printing press for a museum visitor."
 
 
@@ -71,17 +74,65 @@ def ours(base_url: str, api_key: str, model: str, texts: Sequence[str], output_l
     res = asyncio.run(run_load(recs, concurrency=concurrency, workers=workers,
                                client=LoadClient(api_key, timeout_s=timeout_s,
                                                  read_timeout_s=timeout_s)))
-    rows = []
-    for r in recs:
-        m = r.metrics()
-        ok = r.error is None and m.ttft_ms is not None
-        server_ttft = (r.raw.server_metrics or {}).get("time_to_first_token_ms")
-        rows.append({"ok": ok, "ttft": m.ttft_ms, "tpot": m.tpot_ms, "e2e": m.e2e_ms,
-                     "itl": m.itl_ms if ok else [], "output_tokens": m.completion_tokens,
-                     "error": str(r.error) if r.error else "",
-                     # client TTFT - the server's own TTFT (from scheduling)
-                     "overhead": m.ttft_ms - server_ttft if ok and server_ttft else None})
-    return rows, res.wall_s, res.workers
+    return [_row(r) for r in recs], res.wall_s, res.workers
+
+
+def ours_at(base_url: str, api_key: str, model: str, texts: Sequence[str], output_len: int,
+            rate: Rate, *, seed: int = 0, max_concurrency: int | None = None,
+            client: str = "raw", timeout_s: float = 600.0
+            ) -> tuple[list[dict[str, Any]], float]:
+    """An open-loop level in this process: request i sent when `rate`'s schedule says
+    (lab/arrivals, vllm bench's definitions). Rows, and wall seconds (start -> last record)."""
+    v = fixed_variant(output_len, client)
+    recs = [new_recording(v, request.build(v, t, model), base_url) for t in texts]
+    due = schedule(rate, len(recs), seed)
+
+    async def go() -> float:
+        pool = LoadClient(api_key, timeout_s=timeout_s, read_timeout_s=timeout_s).pool()
+        try:
+            return await run_at(pool, recs, due, max_concurrency=max_concurrency,
+                                timeout_s=timeout_s)
+        finally:
+            await pool.aclose()
+
+    start = asyncio.run(go())
+    ends = [r.raw.t_last for r in recs if r.raw.t_last is not None]
+    return [_row(r) for r in recs], (max(ends) - start) if ends else 0.0
+
+
+def _row(r: Recording) -> dict[str, Any]:
+    m = r.metrics()
+    ok = r.error is None and m.ttft_ms is not None
+    server_ttft = (r.raw.server_metrics or {}).get("time_to_first_token_ms")
+    return {"ok": ok, "ttft": m.ttft_ms, "tpot": m.tpot_ms, "e2e": m.e2e_ms,
+            "itl": m.itl_ms if ok else [], "output_tokens": m.completion_tokens,
+            "error": str(r.error) if r.error else "",
+            # client TTFT - the server's own TTFT (from scheduling)
+            "overhead": m.ttft_ms - server_ttft if ok and server_ttft else None,
+            # open loop only: the client's send delay, and latency from the schedule
+            "send_delay": m.send_delay_ms, "ttft_from_due": m.ttft_from_due_ms,
+            "e2e_from_due": m.e2e_from_due_ms}
+
+
+# The client is the bottleneck when its send delay (p99) passes this share of TTFT (p50) and
+# CLIENT_BOUND_MS (below that it is event-loop jitter, whatever the TTFT).
+CLIENT_BOUND_SHARE, CLIENT_BOUND_MS = 0.10, 5.0
+# A rate sweep is saturated when a level's throughput rose less than this over the level
+# before while its queueing grew: TTFT counted from the schedule (p50) at least doubled.
+SATURATION_GAIN, QUEUE_GROWTH = 1.05, 2.0
+
+
+def saturated(before: dict[str, Any], now: dict[str, Any]) -> str:
+    """Why the rate sweep stops after `now` ("" to go on): the server takes no more."""
+    gained, was = now.get("req_per_s"), before.get("req_per_s")
+    waited, waited_before = now.get("ttft_from_due_p50_ms"), before.get("ttft_from_due_p50_ms")
+    if None in (gained, was, waited, waited_before) or not was or not waited_before:
+        return ""
+    if gained < was * SATURATION_GAIN and waited >= waited_before * QUEUE_GROWTH:
+        return (f"saturated: throughput {was:.2f} -> {gained:.2f} req/s (less than "
+                f"{SATURATION_GAIN - 1:.0%} more) while TTFT from the schedule grew "
+                f"{waited_before:.0f} -> {waited:.0f} ms (p50)")
+    return ""
 
 
 def vllm_bench(base_url: str, api_key: str, model: str, model_root: str | None,
@@ -107,6 +158,16 @@ def summarise(rows: Sequence[dict[str, Any]], walls: Sequence[float]) -> dict[st
     # the TPOT percentiles as vllm bench counts them, and said so here
     out["one_chunk"] = sum(1 for r in ok if (r.get("output_tokens") or 0) > 1 and not r["itl"])
     out["ttft_minus_server_ttft_p50_ms"] = percentile([r.get("overhead") for r in ok], 50)
+    delays = [r["send_delay"] for r in rows if r.get("send_delay") is not None]
+    if delays:  # an open-loop level: the client's own delay, and latency from the schedule
+        for m in ("send_delay", "ttft_from_due", "e2e_from_due"):
+            vals = delays if m == "send_delay" else [r.get(m) for r in ok]
+            out[f"{m}_p50_ms"] = percentile(vals, 50)
+            out[f"{m}_p99_ms"] = percentile(vals, 99)
+        ttft = out["ttft_p50_ms"]
+        out["client_bound"] = bool(ttft and out["send_delay_p99_ms"] is not None
+                                   and out["send_delay_p99_ms"] > max(
+                                       CLIENT_BOUND_SHARE * ttft, CLIENT_BOUND_MS))
     return out
 
 
@@ -120,11 +181,14 @@ class RowWriter:
         self._w.writerow(CSV_HEADER)
 
     def write(self, concurrency: int, block: int, tool: str,
-              rows: Sequence[dict[str, Any]]) -> None:
+              rows: Sequence[dict[str, Any]], rate: float | None = None) -> None:
         for i, r in enumerate(rows):
             self._w.writerow([concurrency, block, tool, i, int(r["ok"]),
                               *(_f(r[m]) for m in ("ttft", "tpot", "e2e")),
-                              r["output_tokens"], " ".join(f"{x:.3f}" for x in r["itl"])])
+                              r["output_tokens"], " ".join(f"{x:.3f}" for x in r["itl"]),
+                              "" if rate is None else f"{rate:g}",
+                              *(_f(r.get(m)) for m in ("send_delay", "ttft_from_due",
+                                                       "e2e_from_due"))])
         self._f.flush()
 
     def close(self) -> None:
@@ -163,7 +227,9 @@ def read_rows(path: Path, vllm_bench_rows: str = "role-aligned") -> list[dict[st
                 # written when a one-chunk reply had no TPOT: it is 0 (engine.aligned)
                 row["tpot"] = (row["e2e"] - row["ttft"]) / (n - 1)
             row.update(concurrency=int(r["concurrency"]), block=int(r["block"]),
-                       tool=r["tool"])
+                       tool=r["tool"], rate=_num(r.get("rate_per_s") or ""),
+                       **{m: _num(r.get(f"{m}_ms") or "") for m in (
+                           "send_delay", "ttft_from_due", "e2e_from_due")})
             out.append(row)
     return out
 

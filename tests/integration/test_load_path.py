@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import re
 import signal
@@ -217,4 +218,112 @@ def test_sweep_refuses_bad_levels_before_sending_anything(proxy: FaultProxy,
                           proxy.url("ok"), "--concurrency", "8,zero", "--out",
                           str(tmp_path / "x")], capture_output=True, text=True, timeout=120)
     assert run.returncode != 0 and re.search(r"--concurrency.*1 to 4096", run.stderr)
+    assert "Traceback" not in run.stderr and len(proxy.seen) == before
+
+
+@pytest.mark.parametrize(("kind", "per_s", "burstiness"), [
+    ("poisson", 5.0, 1.0), ("gamma", 20.0, 0.3), ("constant", 8.0, math.inf)])
+def test_the_arrival_schedule_is_vllm_bench_serves(kind: str, per_s: float, burstiness: float,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """lab/arrivals against vLLM's own generator (benchmarks/serve.get_request, the installed
+    vLLM), seeded alike: its sleeps, replayed on a scripted clock, give the same due times."""
+    import types
+
+    import numpy as np
+    from vllm.benchmarks import serve
+
+    from playground.lab.arrivals import Rate, schedule
+
+    now = [1000.0]
+
+    async def sleep(s: float) -> None:
+        now[0] += s
+
+    monkeypatch.setattr(serve, "time", types.SimpleNamespace(time=lambda: now[0]))
+    monkeypatch.setattr(serve.asyncio, "sleep", sleep)
+    n, due = 40, []
+
+    async def theirs() -> None:
+        reqs = [types.SimpleNamespace(timestamp=None) for _ in range(n)]
+        async for _ in serve.get_request(reqs, per_s, burstiness):  # type: ignore[arg-type]
+            due.append(now[0] - 1000.0)
+
+    np.random.seed(7)
+    asyncio.run(theirs())
+    rate = Rate(kind=kind, per_s=per_s,  # type: ignore[arg-type]
+                burstiness=1.0 if kind != "gamma" else burstiness)
+    assert schedule(rate, n, seed=7) == pytest.approx(due, abs=1e-9)
+
+
+def test_an_open_loop_run_sends_on_schedule_and_never_more_than_its_cap(
+        vllm_server: str, model: str) -> None:
+    """runner.run_at: each request stamped with when it was due; with --max-concurrency the
+    later ones wait to be sent, and that wait is theirs (send delay), not a later schedule."""
+    from playground.core.runner import run_at
+
+    v = fixed("raw", 8)
+    capped = [new_recording(v, request.build(v, f"open loop {i}", model), vllm_server)
+              for i in range(6)]
+    free = [new_recording(v, request.build(v, f"open loop free {i}", model), vllm_server)
+            for i in range(4)]
+
+    async def go() -> tuple[float, float]:
+        pool = ClientPool("EMPTY")
+        try:
+            a = await run_at(pool, capped, [0.0] * 6, max_concurrency=2)
+            b = await run_at(pool, free, [0.0, 0.05, 0.1, 0.15])
+            return a, b
+        finally:
+            await pool.aclose()
+
+    starts = asyncio.run(go())
+    for recs, start, due in ((capped, starts[0], [0.0] * 6),
+                             (free, starts[1], [0.0, 0.05, 0.1, 0.15])):
+        assert all(r.status == "done" and r.error is None for r in recs)
+        assert [r.raw.t_due for r in recs] == pytest.approx([start + d for d in due])
+        for r in recs:
+            m = r.metrics()
+            assert r.raw.t_send >= r.raw.t_due and m.send_delay_ms >= 0
+            assert m.ttft_from_due_ms == pytest.approx(m.ttft_ms + m.send_delay_ms)
+    for r in capped:  # at most 2 in flight whenever one was sent
+        in_flight = [o for o in capped if o.raw.t_send <= r.raw.t_send < o.raw.t_last]
+        assert len(in_flight) <= 2
+    assert sum(r.raw.t_send >= min(o.raw.t_last for o in capped) for r in capped) >= 4
+
+
+def test_a_rate_sweep_records_each_requests_send_delay(vllm_server: str, tmp_path: Path
+                                                       ) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAYGROUND_")}
+    out = tmp_path / "rates"
+    run = subprocess.run(
+        [sys.executable, "-m", "playground.cli", "sweep", "--base-url", vllm_server,
+         "--rate", "8,inf", "--num-prompts", "6", "--output-len", "4",
+         "--max-concurrency", "3", "--out", str(out)],
+        capture_output=True, text=True, timeout=600, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    doc = json.loads((out / "sweep.json").read_text("utf-8"))
+    assert [lv["rate_per_s"] for lv in doc["levels"]] == [8.0, "inf"]
+    assert doc["arrival"] == "poisson" and doc["max_concurrency"] == 3
+    for lv in doc["levels"]:
+        assert lv["n"] == 6 and lv["failed"] == 0
+        assert lv["send_delay_p50_ms"] is not None and lv["send_delay_p50_ms"] >= 0
+        assert lv["ttft_from_due_p50_ms"] >= lv["ttft_p50_ms"]
+        assert isinstance(lv["client_bound"], bool)
+    rows = read_rows(out / "sweep-requests.csv")
+    assert [r["rate"] for r in rows] == [8.0] * 6 + [math.inf] * 6
+    assert all(r["send_delay"] is not None and r["send_delay"] >= 0 for r in rows)
+    assert "send delay" in run.stdout
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["--rate", "5,fast"], r"--rate: 'fast' is not a rate"),
+    (["--rate", "5", "--burstiness", "2"], r"--burstiness: 2: .*--arrival gamma"),
+    (["--rate", "5", "--max-concurrency", "0"], r"--max-concurrency: must be at least 1")])
+def test_a_rate_sweep_refuses_bad_input_before_sending_anything(
+        proxy: FaultProxy, tmp_path: Path, args: list[str], named: str) -> None:
+    before = len(proxy.seen)
+    run = subprocess.run([sys.executable, "-m", "playground.cli", "sweep", "--base-url",
+                          proxy.url("ok"), *args, "--out", str(tmp_path / "x")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0 and re.search(named, run.stderr), run.stderr[-2000:]
     assert "Traceback" not in run.stderr and len(proxy.seen) == before

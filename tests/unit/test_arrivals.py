@@ -1,0 +1,72 @@
+"""Arrival profiles (lab/arrivals): vllm bench serve's definitions, seeded."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+
+from playground.lab.arrivals import Rate, parse_rates, schedule
+
+
+def test_every_profile_ends_at_n_over_the_rate_and_never_goes_back() -> None:
+    for rate in (Rate(kind="constant", per_s=4), Rate(per_s=4),
+                 Rate(kind="gamma", per_s=4, burstiness=0.25)):
+        due = schedule(rate, 200, seed=3)
+        assert len(due) == 200 and due == sorted(due) and due[0] > 0
+        assert due[-1] == pytest.approx(50.0)  # vllm's normalisation: N / R exactly
+    assert schedule(Rate(kind="constant", per_s=4), 4) == [0.25, 0.5, 0.75, 1.0]
+    assert schedule(Rate(per_s=math.inf), 3) == [0.0, 0.0, 0.0]
+    assert schedule(Rate(per_s=4), 0) == []
+
+
+def test_the_same_seed_gives_the_same_schedule_and_burstiness_spreads_the_gaps() -> None:
+    assert schedule(Rate(per_s=10), 50, seed=1) == schedule(Rate(per_s=10), 50, seed=1)
+    assert schedule(Rate(per_s=10), 50, seed=1) != schedule(Rate(per_s=10), 50, seed=2)
+
+    def cv(rate: Rate) -> float:  # coefficient of variation of the gaps
+        due = schedule(rate, 4000, seed=0)
+        gaps = [b - a for a, b in zip([0.0, *due], due, strict=False)]
+        return statistics.pstdev(gaps) / statistics.fmean(gaps)
+
+    # a gamma gap with shape B has CV 1/sqrt(B): Poisson 1, B=0.25 -> 2, B=4 -> 0.5
+    assert cv(Rate(per_s=10)) == pytest.approx(1.0, abs=0.08)
+    assert cv(Rate(kind="gamma", per_s=10, burstiness=0.25)) == pytest.approx(2.0, abs=0.2)
+    assert cv(Rate(kind="gamma", per_s=10, burstiness=4)) == pytest.approx(0.5, abs=0.05)
+    assert cv(Rate(kind="constant", per_s=10)) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_bad_rates_are_named() -> None:
+    assert [r.per_s for r in parse_rates("1, 5,20,inf")] == [1, 5, 20, math.inf]
+    with pytest.raises(ValueError, match="'fast' is not a rate"):
+        parse_rates("1,fast")
+    with pytest.raises(ValueError, match="above 0"):
+        parse_rates("0")
+    with pytest.raises(ValueError, match="burstiness is the gamma profile's"):
+        Rate(kind="poisson", per_s=1, burstiness=2)
+
+
+def test_a_rate_sweep_stops_when_throughput_stalls_while_queueing_grows() -> None:
+    from playground.lab.sweep import saturated, summarise
+
+    def level(req_s: float, ttft_due: float) -> dict:
+        return {"req_per_s": req_s, "ttft_from_due_p50_ms": ttft_due}
+
+    assert saturated(level(10, 50), level(19, 60)) == ""  # still rising
+    assert saturated(level(10, 50), level(10.2, 70)) == ""  # flat, but no queue growth yet
+    why = saturated(level(10, 50), level(10.2, 400))
+    assert why.startswith("saturated: throughput 10.00 -> 10.20 req/s") and "50 -> 400" in why
+    assert saturated(level(10, 50), {"req_per_s": None}) == ""  # closed-loop levels: no rule
+
+    def row(ttft: float, delay: float | None) -> dict:
+        return {"ok": True, "ttft": ttft, "tpot": 1.0, "e2e": ttft + 10, "itl": [1.0],
+                "output_tokens": 2, "send_delay": delay,
+                "ttft_from_due": None if delay is None else ttft + delay,
+                "e2e_from_due": None if delay is None else ttft + 10 + delay}
+
+    closed = summarise([row(100, None)] * 4, [1.0])
+    assert "send_delay_p50_ms" not in closed and "client_bound" not in closed
+    assert summarise([row(100, 2.0)] * 4, [1.0])["client_bound"] is False
+    slow = summarise([row(100, 30.0)] * 4, [1.0])  # the client: 30% of TTFT late
+    assert slow["client_bound"] is True and slow["ttft_from_due_p50_ms"] == 130
