@@ -171,12 +171,17 @@ async def run(pool: ClientPool, recordings: Sequence[Recording], *, mode: Mode =
             yield recordings
         yield recordings
     finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for rec in recordings:
-            if not rec.finished:
-                rec.status = "cancelled"
+        await _stop(tasks, recordings)
+
+
+async def _stop(tasks: Sequence[asyncio.Task[None]], recordings: Sequence[Recording]) -> None:
+    """Cancel what is still running; a recording that did not finish is "cancelled"."""
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    for rec in recordings:
+        if not rec.finished:
+            rec.status = "cancelled"
 
 
 async def run_to_end(pool: ClientPool, recordings: Sequence[Recording], **kw: object
@@ -252,10 +257,5 @@ async def run_at(pool: ClientPool, recordings: Sequence[Recording], due_s: Seque
     try:
         await asyncio.gather(*tasks)
     finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for rec in recordings:
-            if not rec.finished:
-                rec.status = "cancelled"
+        await _stop(tasks, recordings)
     return start
