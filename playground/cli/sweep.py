@@ -15,6 +15,7 @@ from playground.lab.arrivals import parse_rates
 from playground.lab.engine import available
 from playground.server.http import server_info
 from playground.server.machine import describe
+from playground.server.series import Sampler, Series
 from playground.settings import Settings
 
 
@@ -57,6 +58,7 @@ def run_sweep(settings: Settings, levels_text: str, out: Path, *, engine: str = 
         "engine": engine, "vllm_bench_rows": "role-aligned", "levels": []}
     # warm-up: a few requests through the load path, outside every timed level
     sweep.ours(settings.base_url, key, model, sweep.prompts("warm", 4), output_len, 2)
+    (out / "server-series.jsonl").unlink(missing_ok=True)
     writer = sweep.RowWriter(out / "sweep-requests.csv")
     try:
         for c in levels:
@@ -64,15 +66,17 @@ def run_sweep(settings: Settings, levels_text: str, out: Path, *, engine: str = 
             tool = sweep.choose(engine, c, has_vllm)  # type: ignore[arg-type]
             texts = sweep.prompts(f"sweep c{c}", n)
             workers = None
-            if tool == "playground":
-                rows, wall, workers = sweep.ours(settings.base_url, key, model, texts,
-                                                 output_len, c)
-            else:
-                rows, wall = sweep.vllm_bench(settings.base_url, key, model, served.root,
-                                              texts, output_len, c, python, out / "work")
+            with Sampler(settings.base_url) as sampler:  # what the server was doing
+                if tool == "playground":
+                    rows, wall, workers = sweep.ours(settings.base_url, key, model, texts,
+                                                     output_len, c)
+                else:
+                    rows, wall = sweep.vllm_bench(settings.base_url, key, model, served.root,
+                                                  texts, output_len, c, python, out / "work")
             writer.write(c, 0, tool, rows)
             level = {"concurrency": c, "engine": tool, "workers": workers,
-                     **sweep.summarise(rows, [wall])}
+                     **sweep.summarise(rows, [wall]),
+                     "server": keep_series(out, f"c{c}", sampler.series)}
             doc["levels"].append(level)
             (out / "sweep.json").write_text(json.dumps(doc, indent=1), "utf-8")
             print(f"c{c:<5} {tool:11} n={level['n']:<5} failed={level['failed']:<3} "
@@ -83,6 +87,15 @@ def run_sweep(settings: Settings, levels_text: str, out: Path, *, engine: str = 
         writer.close()
     print(f"-> {out / 'sweep.json'}, {out / 'sweep-requests.csv'}", file=sys.stderr)
     return 0 if all(lv["failed"] == 0 for lv in doc["levels"]) else 1
+
+
+def keep_series(out: Path, level: str, series: Series) -> dict[str, Any]:
+    """A level's server samples appended to server-series.jsonl (one typed record a line,
+    tagged with the level); its summary (peaks, counter changes, gaps) for sweep.json."""
+    with (out / "server-series.jsonl").open("a", encoding="utf-8") as f:
+        for sample in series.samples:
+            f.write(json.dumps({"level": level, **sample.model_dump()}) + "\n")
+    return series.summary()
 
 
 def _ms(x: float | None) -> str:
@@ -120,15 +133,18 @@ def run_rate_sweep(settings: Settings, rates_text: str, out: Path, *, arrival: s
         "burstiness": burstiness, "seed": seed, "max_concurrency": max_concurrency,
         "levels": [], "stopped": ""}
     sweep.ours(settings.base_url, key, model, sweep.prompts("warm", 4), output_len, 2)
+    (out / "server-series.jsonl").unlink(missing_ok=True)
     writer = sweep.RowWriter(out / "sweep-requests.csv")
     try:
         for rate in rates:
             texts = sweep.prompts(f"sweep rate {rate.per_s:g}", num_prompts)
-            rows, wall = sweep.ours_at(settings.base_url, key, model, texts, output_len, rate,
-                                       seed=seed, max_concurrency=max_concurrency)
+            with Sampler(settings.base_url) as sampler:
+                rows, wall = sweep.ours_at(settings.base_url, key, model, texts, output_len,
+                                           rate, seed=seed, max_concurrency=max_concurrency)
             writer.write(max_concurrency or 0, 0, "playground", rows, rate=rate.per_s)
             level = {"rate_per_s": rate.per_s if rate.per_s != float("inf") else "inf",
-                     "profile": rate.label(), **sweep.summarise(rows, [wall])}
+                     "profile": rate.label(), **sweep.summarise(rows, [wall]),
+                     "server": keep_series(out, f"rate {rate.per_s:g}", sampler.series)}
             doc["levels"].append(level)
             print(f"{rate.label():24} n={level['n']:<5} failed={level['failed']:<3} "
                   f"{level['req_per_s'] or 0:.2f} req/s  TTFT p50 {_ms(level['ttft_p50_ms'])}"

@@ -118,21 +118,30 @@ def _row(r: Recording) -> dict[str, Any]:
 # CLIENT_BOUND_MS (below that it is event-loop jitter, whatever the TTFT).
 CLIENT_BOUND_SHARE, CLIENT_BOUND_MS = 0.10, 5.0
 # A rate sweep is saturated when a level's throughput rose less than this over the level
-# before while its queueing grew: TTFT counted from the schedule (p50) at least doubled.
+# before while its queueing grew (`saturated`).
 SATURATION_GAIN, QUEUE_GROWTH = 1.05, 2.0
 
 
 def saturated(before: dict[str, Any], now: dict[str, Any]) -> str:
-    """Why the rate sweep stops after `now` ("" to go on): the server takes no more."""
+    """Why the rate sweep stops after `now` ("" to go on): its throughput rose less than
+    SATURATION_GAIN while queueing grew -- TTFT from the schedule (p50) grew QUEUE_GROWTH-fold,
+    or the server's own waiting queue (peak num_requests_waiting) grew."""
     gained, was = now.get("req_per_s"), before.get("req_per_s")
-    waited, waited_before = now.get("ttft_from_due_p50_ms"), before.get("ttft_from_due_p50_ms")
-    if None in (gained, was, waited, waited_before) or not was or not waited_before:
+    if gained is None or not was or gained >= was * SATURATION_GAIN:
         return ""
-    if gained < was * SATURATION_GAIN and waited >= waited_before * QUEUE_GROWTH:
-        return (f"saturated: throughput {was:.2f} -> {gained:.2f} req/s (less than "
-                f"{SATURATION_GAIN - 1:.0%} more) while TTFT from the schedule grew "
-                f"{waited_before:.0f} -> {waited:.0f} ms (p50)")
-    return ""
+    signs = []
+    waited, waited_before = now.get("ttft_from_due_p50_ms"), before.get("ttft_from_due_p50_ms")
+    if waited and waited_before and waited >= waited_before * QUEUE_GROWTH:
+        signs.append(f"TTFT from the schedule grew {waited_before:.0f} -> {waited:.0f} ms (p50)")
+    queue = (now.get("server") or {}).get("peak_waiting")
+    queue_before = (before.get("server") or {}).get("peak_waiting")
+    if queue is not None and queue_before is not None and queue > queue_before:
+        signs.append(f"the server's waiting queue grew {queue_before:.0f} -> {queue:.0f} "
+                     "(peak)")
+    if not signs:
+        return ""
+    return (f"saturated: throughput {was:.2f} -> {gained:.2f} req/s (less than "
+            f"{SATURATION_GAIN - 1:.0%} more) while " + " and ".join(signs))
 
 
 def vllm_bench(base_url: str, api_key: str, model: str, model_root: str | None,

@@ -1,4 +1,5 @@
-"""vLLM's Prometheus /metrics: parse a snapshot, sum a series, difference two snapshots.
+"""vLLM's Prometheus /metrics: parse a snapshot (prometheus_client's parser), sum a series,
+difference two snapshots.
 
 Histogram deltas (sum and count) between a snapshot before and after a run give the server's
 mean per request over exactly that run (e.g. `vllm:request_queue_time_seconds`); gauges such as
@@ -8,13 +9,11 @@ request was aborted). Per-request timings come from the responses instead (core/
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from playground.server import http
+from prometheus_client.parser import text_string_to_metric_families
 
-_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)')
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+from playground.server import http
 
 Key = tuple[str, tuple[tuple[str, str], ...]]
 
@@ -28,21 +27,13 @@ HISTOGRAMS = {
 
 
 def parse(text: str) -> dict[Key, float]:
-    """Prometheus text exposition -> {(name, sorted labels): value}; comments skipped."""
+    """Prometheus text exposition -> {(sample name, sorted labels): value}, through
+    prometheus_client's parser (a counter's samples keep their `_total`, a histogram's its
+    `_count`, `_sum` and `_bucket`). ValueError when the page is not the text format."""
     out: dict[Key, float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = _LINE.match(line)
-        if not m:
-            continue
-        name, labels, value = m.groups()
-        try:
-            v = float(value)
-        except ValueError:
-            continue
-        lab = tuple(sorted(_LABEL.findall(labels or "")))
-        out[(name, lab)] = v
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
     return out
 
 

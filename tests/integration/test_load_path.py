@@ -313,6 +313,31 @@ def test_a_rate_sweep_records_each_requests_send_delay(vllm_server: str, tmp_pat
     assert [r["rate"] for r in rows] == [8.0] * 6 + [math.inf] * 6
     assert all(r["send_delay"] is not None and r["send_delay"] >= 0 for r in rows)
     assert "send delay" in run.stdout
+    # what the server was doing, beside each level: typed samples, tagged, and their summary
+    samples = [json.loads(x) for x in (out / "server-series.jsonl").read_text().splitlines()]
+    assert {s["level"] for s in samples} == {"rate 8", "rate inf"}
+    assert all(s["kind"] == "server-sample" and s["running"] >= 0 for s in samples)
+    for lv in doc["levels"]:
+        assert lv["server"]["samples"] >= 1 and lv["server"]["gaps"] == 0
+        assert lv["server"]["peak_running"] >= 0 and lv["server"]["preemptions"] >= 0
+
+
+def test_a_failed_scrape_is_a_gap_in_the_series_not_a_failed_sweep(vllm_server: str,
+                                                                    tmp_path: Path) -> None:
+    flaky = FaultProxy(vllm_server).start()  # its first 3 /metrics requests are dropped
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAYGROUND_")}
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "playground.cli", "sweep", "--base-url",
+             flaky.url("flaky-metrics"), "--rate", "4", "--num-prompts", "6", "--output-len",
+             "4", "--out", str(tmp_path / "o")],
+            capture_output=True, text=True, timeout=600, env=env)
+    finally:
+        flaky.stop()
+    assert run.returncode == 0, run.stderr[-3000:]
+    (level,) = json.loads((tmp_path / "o" / "sweep.json").read_text("utf-8"))["levels"]
+    assert level["failed"] == 0 and level["server"]["gaps"] == 3
+    assert level["server"]["samples"] >= 1  # the scrapes after the dropped ones
 
 
 @pytest.mark.parametrize(("args", "named"), [

@@ -58,6 +58,9 @@ def test_a_rate_sweep_stops_when_throughput_stalls_while_queueing_grows() -> Non
     why = saturated(level(10, 50), level(10.2, 400))
     assert why.startswith("saturated: throughput 10.00 -> 10.20 req/s") and "50 -> 400" in why
     assert saturated(level(10, 50), {"req_per_s": None}) == ""  # closed-loop levels: no rule
+    queued = saturated({**level(10, 50), "server": {"peak_waiting": 0}},
+                       {**level(10.1, 60), "server": {"peak_waiting": 12}})
+    assert "waiting queue grew 0 -> 12" in queued and "TTFT" not in queued
 
     def row(ttft: float, delay: float | None) -> dict:
         return {"ok": True, "ttft": ttft, "tpot": 1.0, "e2e": ttft + 10, "itl": [1.0],

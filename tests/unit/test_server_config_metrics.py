@@ -163,3 +163,27 @@ def test_a_local_model_directory_is_served_under_its_name_and_a_bad_path_is_name
         server_config(settings, 8124, str(tmp_path / "missing"))
     with pytest.raises(ValidationFailed, match=r"no config\.json"):
         server_config(settings, 8124, str(tmp_path))
+
+
+def test_a_server_sample_reads_the_gauges_and_counters_of_every_engine() -> None:
+    from playground.server.series import Series, ServerSample
+
+    page = "\n".join([
+        "# TYPE vllm:num_requests_running gauge",
+        'vllm:num_requests_running{engine="0"} 3.0', 'vllm:num_requests_running{engine="1"} 2.0',
+        "# TYPE vllm:num_requests_waiting gauge", 'vllm:num_requests_waiting{engine="0"} 7.0',
+        "# TYPE vllm:kv_cache_usage_perc gauge", 'vllm:kv_cache_usage_perc{engine="0"} 0.25',
+        "# TYPE vllm:prefix_cache_queries counter",
+        'vllm:prefix_cache_queries_total{engine="0"} 100.0',
+        "# TYPE vllm:prefix_cache_hits counter", 'vllm:prefix_cache_hits_total{engine="0"} 40.0',
+        "# TYPE vllm:generation_tokens counter",
+        'vllm:generation_tokens_total{engine="0"} 1000.0', ""])
+    first = ServerSample.of(sm.parse(page), t=10.0)
+    assert (first.running, first.waiting, first.kv_usage) == (5.0, 7.0, 0.25)
+    later = first.model_copy(update={"t": 12.0, "prefix_queries": 200.0, "prefix_hits": 90.0,
+                                     "generation_tokens": 1500.0, "waiting": 1.0})
+    s = Series(samples=[first, later], gaps=2).summary()
+    assert s == {"samples": 2, "gaps": 2, "peak_running": 5.0, "peak_waiting": 7.0,
+                 "peak_kv_usage": 0.25, "prefix_hit_rate": 0.5, "preemptions": 0.0,
+                 "generation_tok_per_s": 250.0}
+    assert Series().summary() == {"samples": 0, "gaps": 0}

@@ -1,0 +1,119 @@
+"""What the server was doing while a run ran: its /metrics sampled at a fixed interval.
+
+`Sampler(base_url)` scrapes vLLM's /metrics every `interval_s` (default 0.25 s) in a thread of
+its own, one per server, from `start()` to `stop()`, and keeps a typed `ServerSample` per scrape:
+requests running and waiting, KV-cache usage, and the cumulative counters (prefix-cache queries
+and hits, preemptions, prompt and generated tokens). A scrape that fails or times out is a gap
+in the series (`Series.gaps`), never a failed run. Sums are over every engine the page reports.
+
+The thread costs the process it runs in a parse per interval (prometheus_client's parser):
+an open-loop run shows any cost as send delay.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from playground.server import http, prom
+
+INTERVAL_S = 0.25
+MAX_SAMPLES = 100_000  # about 7 hours at the default interval: older samples are dropped
+
+
+class ServerSample(BaseModel):
+    """One scrape. `t`: the sampler's clock (time.perf_counter, the requests' clock)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str = "server-sample"
+    t: float
+    running: float
+    waiting: float
+    kv_usage: float | None  # 0..1 (vLLM's kv_cache_usage_perc is a fraction)
+    prefix_queries: float
+    prefix_hits: float
+    preemptions: float
+    prompt_tokens: float
+    generation_tokens: float
+
+    @classmethod
+    def of(cls, snapshot: dict[prom.Key, float], t: float) -> ServerSample:
+        def total(name: str) -> float:
+            return prom.total(snapshot, name)
+
+        kv = [v for (n, _), v in snapshot.items() if n == "vllm:kv_cache_usage_perc"]
+        return cls(t=t, running=total("vllm:num_requests_running"),
+                   waiting=total("vllm:num_requests_waiting"),
+                   kv_usage=max(kv) if kv else None,
+                   prefix_queries=total("vllm:prefix_cache_queries_total"),
+                   prefix_hits=total("vllm:prefix_cache_hits_total"),
+                   preemptions=total("vllm:num_preemptions_total"),
+                   prompt_tokens=total("vllm:prompt_tokens_total"),
+                   generation_tokens=total("vllm:generation_tokens_total"))
+
+
+class Series(BaseModel):
+    samples: list[ServerSample] = []
+    gaps: int = 0  # scrapes that failed
+
+    def summary(self) -> dict[str, Any]:
+        """Peaks of the gauges, and the counters' changes over the series."""
+        s = self.samples
+        if not s:
+            return {"samples": 0, "gaps": self.gaps}
+        first, last = s[0], s[-1]
+        queries = last.prefix_queries - first.prefix_queries
+        span = last.t - first.t
+        kv = [x.kv_usage for x in s if x.kv_usage is not None]
+        return {
+            "samples": len(s), "gaps": self.gaps,
+            "peak_running": max(x.running for x in s), "peak_waiting": max(x.waiting for x in s),
+            "peak_kv_usage": max(kv) if kv else None,
+            "prefix_hit_rate": (last.prefix_hits - first.prefix_hits) / queries
+            if queries > 0 else None,
+            "preemptions": last.preemptions - first.preemptions,
+            "generation_tok_per_s": (last.generation_tokens - first.generation_tokens) / span
+            if span > 0 else None}
+
+
+class Sampler:
+    """Scrapes one server's /metrics every `interval_s` until stopped (a thread)."""
+
+    def __init__(self, base_url: str, interval_s: float = INTERVAL_S,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.base_url, self.interval_s, self.clock = base_url, interval_s, clock
+        self.series = Series()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="server-sampler", daemon=True)
+
+    def start(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> Series:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        return self.series
+
+    def __enter__(self) -> Sampler:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def _loop(self) -> None:
+        while True:
+            t = self.clock()
+            try:
+                snapshot = prom.parse(http.metrics_text(self.base_url, self.interval_s * 4))
+                self.series.samples.append(ServerSample.of(snapshot, t))
+                del self.series.samples[:-MAX_SAMPLES]
+            except (OSError, ValueError):  # http.Unreachable is an OSError
+                self.series.gaps += 1
+            if self._stop.wait(max(0.0, self.interval_s - (self.clock() - t))):
+                break
