@@ -14,6 +14,7 @@ from playground.core.client import Clock, Event
 from playground.core.metrics import Usage
 from playground.core.request import ChatRequest
 from playground.server.http import ModelInfo, ServerInfo
+from playground.server.series import Series, ServerSample
 from playground.settings import Settings
 
 MODEL = "Qwen/Qwen3-0.6B"
@@ -87,3 +88,18 @@ class ScriptedPort:
 
     async def floor_ms(self, settings: Settings, base_url: str, api_key: str) -> float:
         return 0.5
+
+    def sampler(self, base_url: str) -> ScriptedSampler:
+        return ScriptedSampler()
+
+
+class ScriptedSampler:
+    """Two canned /metrics samples (a real server's are read in the integration tests)."""
+
+    def start(self) -> ScriptedSampler:
+        return self
+
+    def stop(self) -> Series:
+        return Series(samples=[ServerSample(t=0.0, running=1, waiting=2, kv_usage=0.1,
+                                            prefix_queries=0, prefix_hits=0, preemptions=0,
+                                            prompt_tokens=0, generation_tokens=0)] * 2)

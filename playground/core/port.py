@@ -18,6 +18,7 @@ from playground.core.pool import ClientName, ClientPool
 from playground.core.request import ChatRequest
 from playground.server.floor import server_floor
 from playground.server.http import ServerInfo, aserver_info, atokenize_count
+from playground.server.series import Sampler
 from playground.settings import Settings
 
 
@@ -45,6 +46,8 @@ class Port(Protocol):
     async def floor_ms(self, settings: Settings, base_url: str, api_key: str
                        ) -> float | None: ...
 
+    def sampler(self, base_url: str) -> Sampler: ...
+
 
 class Live:
     """A real server over HTTP."""
@@ -67,6 +70,10 @@ class Live:
     async def floor_ms(self, settings: Settings, base_url: str, api_key: str
                        ) -> float | None:
         return await asyncio.to_thread(server_floor, settings, base_url, api_key)
+
+    def sampler(self, base_url: str) -> Sampler:
+        """What the server does during a run: its /metrics every 250 ms (not started)."""
+        return Sampler(base_url)
 
 
 class Remembering(Live):

@@ -175,15 +175,19 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
                                  served.root if served else None)
 
     async def go() -> None:
-        # warm-up sequentially (compiles grammars, fills caches), then the timed trials
+        # warm-up sequentially (compiles grammars, fills caches), then the timed trials, with
+        # the server's /metrics sampled beside them (stored as server-sample lines)
         await run_many(pool, recs[:n_warm], concurrency=1, timeout_s=settings.timeout_s,
                        on_done=on_done)
+        sampler = port.sampler(target.base_url).start()
         try:
             await load.start()
             await run_load(recs[n_warm:], concurrency=exp.concurrency, client=client,
                            workers=exp.workers, pool=pool, on_done=on_done)
         finally:
             run_file.append(await load.stop())
+            series = await asyncio.to_thread(sampler.stop)
+            run_file.append(*series.samples)
 
     task = asyncio.create_task(go())
     try:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from playground.core.record import RUN_FORMAT, RequestRecord
 from playground.errors import PresetError
+from playground.server.series import ServerSample
 from playground.specs.experiments import Experiment
 from playground.specs.presets import first_error
 
@@ -83,9 +84,10 @@ class BackgroundRecord(BaseModel):
                 f"({self.max_tokens} tokens each{counts}{seen})")
 
 
-Line = RunMeta | RequestRecord | BatchRecord | BackgroundRecord
+Line = RunMeta | RequestRecord | BatchRecord | BackgroundRecord | ServerSample
 _KINDS: dict[str, type[BaseModel]] = {"meta": RunMeta, "request": RequestRecord,
-                                      "batch": BatchRecord, "background": BackgroundRecord}
+                                      "batch": BatchRecord, "background": BackgroundRecord,
+                                      "server-sample": ServerSample}
 
 
 @dataclass
@@ -96,6 +98,7 @@ class Run:
     requests: list[RequestRecord] = field(default_factory=list)
     batches: list[BatchRecord] = field(default_factory=list)
     background: BackgroundRecord | None = None
+    server: list[ServerSample] = field(default_factory=list)  # the server's /metrics series
     torn_lines: int = 0
 
     @property
@@ -109,6 +112,8 @@ class Run:
             self.requests.append(line)
         elif isinstance(line, BatchRecord):
             self.batches.append(line)
+        elif isinstance(line, ServerSample):
+            self.server.append(line)
         else:
             self.background = line
 
@@ -162,10 +167,12 @@ class RunFile:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def append(self, line: Line) -> None:
-        text = json.dumps(line.model_dump(mode="json", by_alias=True), ensure_ascii=False)
+    def append(self, *lines: Line) -> None:
+        """The lines, written and synced to disk (one sync for all of them)."""
+        text = "".join(json.dumps(line.model_dump(mode="json", by_alias=True),
+                                  ensure_ascii=False) + "\n" for line in lines)
         with self.path.open("a", encoding="utf-8") as f:
-            f.write(text + "\n")
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,7 +30,7 @@ class ServerSample(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: str = "server-sample"
+    kind: Literal["server-sample"] = "server-sample"
     t: float
     running: float
     waiting: float

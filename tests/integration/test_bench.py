@@ -68,8 +68,12 @@ def test_bench_writes_consistent_files(vllm_server: str, tmp_path: Path) -> None
     kinds = [json.loads(line)["kind"] for line in runs[0].read_text().splitlines()]
     run = read_run(runs[0])  # typed: every line loads
     assert len(run.requests) == 12 and run.background is not None
-    # meta first, every request (warm-up included), then the background-load summary
-    assert kinds == ["meta"] + ["request"] * 12 + ["background"]
+    # meta first, every request (warm-up included), the background-load summary, then the
+    # server's /metrics series over the timed trials (one sample at their start, at least)
+    n_samples = len(run.server)
+    assert kinds == ["meta"] + ["request"] * 12 + ["background"] + ["server-sample"] * n_samples
+    assert n_samples >= 1 and all(s.running >= 0 and s.kv_usage is not None
+                                  for s in run.server)
     # listed and comparable from the CLI
     listed = subprocess.run([sys.executable, "-m", "playground.cli", "runs", "list"],
                             capture_output=True, text=True, env=env, timeout=60)

@@ -56,6 +56,8 @@ async def test_bench_writes_typed_records_and_calls_the_faster_variant(tmp_path:
     run = read_run(path)
     assert len(run.timed) == 16 and len(run.requests) == 18  # + one warm-up per variant
     assert run.meta.floor_ms == 0.5 and run.meta.vllm_version == "scripted"
+    # the server's series beside the requests, as typed lines of the same file
+    assert [(s.running, s.waiting) for s in run.server] == [(1, 2), (1, 2)]
     summary = summarize_run(run)
     wait = next(c for c in summary["comparisons"] if c["metric"] == "visible_wait_ms")
     assert wait["call"] == "lower" and "stream is" in wait["verdict"]
