@@ -148,16 +148,19 @@ class VllmBenchLoad:
                                           start_new_session=True)  # its own process group
         deadline = time.monotonic() + self.ready_timeout_s
         want = self.spec.concurrency
+        most, failed, scrapes = 0.0, 0, 0  # for the message, if the load never gets there
         while True:
             if self._proc.poll() is not None:
                 raise PlaygroundError(
                     f"{ENGINE_NAME} (background load) exited with code {self._proc.returncode} "
                     f"before the load was in flight:\n{_tail(self.log)}",
                     hint=f"see {self.log}; or set background_engine: playground")
+            scrapes += 1
             try:
                 running = await asyncio.to_thread(prom.running_requests, self.spec.base_url)
-            except (PlaygroundError, OSError):  # a failed scrape (http.Unreachable): try again
-                running = 0.0
+            except (PlaygroundError, OSError, ValueError):  # a failed scrape: try again
+                running, failed = 0.0, failed + 1
+            most = max(most, running)
             if running >= want:
                 self.reached = running
                 return
@@ -165,7 +168,8 @@ class VllmBenchLoad:
                 await self.stop()
                 raise PlaygroundError(
                     f"{ENGINE_NAME} did not get {want} requests running within "
-                    f"{self.ready_timeout_s:.0f} s (the server reports {running:.0f})",
+                    f"{self.ready_timeout_s:.0f} s (the server reported at most {most:.0f} "
+                    f"in {scrapes} scrapes, {failed} of which failed)",
                     hint=f"see {self.log}")
             await asyncio.sleep(0.5)
 
