@@ -94,6 +94,16 @@ def open_page(browser: Any, url: str, visitor: str | None = None,
     return page
 
 
+def mounted(page: Any, locator: Any) -> None:
+    """Wait until `locator` is visible and the page has drawn two more frames: Gradio mounts an
+    accordion's contents when it first opens, and input typed (or a click) before its handlers
+    were attached was lost -- the app then got the box's old value (V15, V18: a Connect that
+    connected to the default URL)."""
+    locator.wait_for(state="visible", timeout=60_000)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => "
+                  "requestAnimationFrame(() => r(true))))")
+
+
 def run_rows(runs: Path, kind: str = "playground") -> list[dict[str, Any]]:
     """Every finished request in the app's run files of one kind (runs/KIND/*.jsonl), in
     order: a run's result is final when its row is there."""

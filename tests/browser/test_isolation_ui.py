@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.apphelp import mounted
 from tests.apphelp import open_page as visitor
 from tests.browser.test_playground_ui import LONG, pick
 from tests.procs import wait_for
@@ -20,6 +21,7 @@ def replay_choices(page: Page) -> list[str]:
     panel = page.locator("#replay-panel")
     if not page.locator("#replay-pick").is_visible():
         panel.get_by_text("Replay a recording").first.click()
+    mounted(page, page.locator("#replay-pick input"))  # a click before the mount was lost
     page.locator("#replay-pick input").click()
     # the list opens a moment after the click: wait for it (the shipped recordings are always
     # in it) before reading, or an empty read would pass for "no runs"

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from tests.apphelp import app, open_page
 from tests.browser.test_playground_ui import LONG, pick
-from tests.browser.test_reliability_ui import connect
+from tests.browser.test_reliability_ui import connect, type_url
 from tests.faultproxy import FaultProxy
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -68,8 +68,5 @@ def test_a_shared_page_sends_nowhere_private_and_shows_no_foreign_error_text(
 
 def connect_refused(page, url: str) -> None:  # type: ignore[no-untyped-def]
     """Press Connect with `url` (refused: the status never names it as connected)."""
-    box = page.get_by_label("base URL", exact=True)
-    if not box.is_visible():
-        page.get_by_text("Server connection").click()
-    box.fill(url)
+    type_url(page, url)
     page.get_by_role("button", name="Connect", exact=True).click()
