@@ -59,9 +59,11 @@ def test_visitors_see_only_their_own_runs_and_keep_their_presets(
     a.get_by_role("button", name="Run", exact=True).click()
     expect(a.locator("#metrics-1")).to_contain_text("E2E", timeout=LONG)
     expect(a.locator("#metrics-0")).to_contain_text("E2E", timeout=LONG)
-    # the list refresh is chained after the run: wait for A's run to be listed
-    assert wait_for(lambda: bool(runs_of(a)), 60, step=0.5)
-    mine, theirs = runs_of(a), runs_of(b)
+    # the list refresh is chained after the run: wait for A's run to be listed, and keep that
+    # reading (V20: a second read of the same list, at once, came back without it)
+    seen: list[list[str]] = []
+    assert wait_for(lambda: bool(seen.append(runs_of(a)) or seen[-1]), 60, step=0.5)
+    mine, theirs = seen[-1], runs_of(b)
     fresh = visitor(browser, app_url)
     others = runs_of(fresh)
     name = f"iso-{id(a) % 100000}"
