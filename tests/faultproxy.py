@@ -18,7 +18,7 @@ then misbehaves:
 - `hold-sse`: like `hold`, but a streaming chat request gets its 200 and SSE comment lines
   (`: held`, one a second, as vLLM's `--sse-keep-alive-interval` sends) while it is held: a
   stream that stays in flight for as long as the test needs, whatever the client's read
-  timeout;
+  timeout (`holding` counts those held now; one whose client left is not counted);
 - `flaky-metrics`: drops the connection of the first FLAKY_SCRAPES requests for /metrics (a
   scrape that fails while the server is busy), then passes everything through.
 
@@ -45,6 +45,7 @@ class FaultProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/").removesuffix("/v1")
         self.failed_scrapes = 0
+        self.holding = 0  # `hold-sse` streams held now (a client that left is not counted)
         self.seen: list[dict[str, Any]] = []
         self.port = 0
         self._loop = asyncio.new_event_loop()
@@ -142,10 +143,14 @@ class FaultProxy:
         resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         assert self._released is not None
-        while not self._released.is_set():
-            await resp.write(b": held\n\n")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._released.wait(), 1.0)
+        self.holding += 1
+        try:
+            while not self._released.is_set():
+                await resp.write(b": held\n\n")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._released.wait(), 1.0)
+        finally:
+            self.holding -= 1
         headers = {k: v for k, v in request.headers.items()
                    if k.lower() not in ("host", "content-length")}
         async with self._session.post(f"{self.upstream}/{tail}", data=body,

@@ -24,6 +24,7 @@ from playground.ui.context import UIContext
 from playground.ui.live_feed import head_js
 from playground.ui.login import ClientAddress, SlowLogin
 from playground.ui.quotas import UploadQuota
+from playground.ui.readers import ReaderWatch
 
 SHARE_HOST = "api.gradio.app:443"
 REPLAY_BANNER = ("Replay mode: no vLLM server is configured, so this app replays recorded "
@@ -102,7 +103,9 @@ def launch(settings: Settings, *, host: str = "127.0.0.1", port: int = 7860,
                     head=head_js(), app_kwargs={
                         "routes": ctx.routes(),
                         # the login check learns who is asking: its throttle is per address
-                        "middleware": [Middleware(ClientAddress, address=ctx.visitor)] + (
+                        # a /compare call no one reads is stopped: its readers are counted
+                        "middleware": [Middleware(ClientAddress, address=ctx.visitor),
+                                       Middleware(ReaderWatch, readers=ctx.readers)] + (
                             # a stranger's uploads are counted: the disk is the operator's
                             [Middleware(UploadQuota, address=ctx.visitor)] if shared else [])})
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from playground.ui import compare_api
 from playground.ui.context import UIContext
 
 CSS = """
@@ -73,47 +74,10 @@ def build_ui(ctx: UIContext) -> gr.Blocks:
             tab.select(_timer_off, None, timer, api_name=False, show_progress="hidden")
         server.select(server_tab.opened, connection, [timer, server_connection],
                       api_name=False, show_progress="hidden")
-        _api(ctx)
+        compare_api.register(ctx)
     demo.queue(default_concurrency_limit=ctx.concurrency_limit, max_size=128)
     return demo
 
 
 def _timer_off() -> gr.Timer:
     return gr.Timer(active=False)
-
-
-def _api(ctx: UIContext) -> None:
-    """A programmatic endpoint (gradio_client / "Use via API"): one comparison by preset names."""
-    from playground.core.compare import compare
-    from playground.core.record import RequestRecord
-    from playground.errors import PlaygroundError
-
-    async def compare_presets(prompt: str, presets: list[str], request: gr.Request
-                              ) -> list[dict]:
-        """Send `prompt` to the named presets (1-4) at once; returns every measured request."""
-        from playground.ui.columns import MAX_COLUMNS
-        from playground.ui.context import owner_of
-
-        if not isinstance(presets, list) or not 1 <= len(presets) <= MAX_COLUMNS:
-            n = len(presets) if isinstance(presets, list) else "not a list of"
-            raise gr.Error(f"presets: {n} names given; /compare runs 1 to {MAX_COLUMNS} "
-                           "presets at once -- send fewer")
-        try:
-            variants = [ctx.library.get(str(name)) for name in presets]
-        except PlaygroundError as e:
-            raise gr.Error(str(e)) from None
-        who = ctx.visitor(request)
-        busy = ctx.slots.take(who)  # the same slots as the page's Run, before any work
-        if busy:
-            raise gr.Error(f"busy: {busy}")
-        try:
-            recs = await ctx.measure.run(compare(ctx.settings, variants, prompt))
-        except PlaygroundError as e:
-            raise gr.Error(str(e)) from None
-        finally:
-            ctx.slots.give(who)
-        ctx.store_run(list(recs), owner_of(request))
-        return [RequestRecord.of(r).line() for r in recs]
-
-    gr.api(compare_presets, api_name="compare", concurrency_limit=ctx.concurrency_limit,
-           concurrency_id="runs")

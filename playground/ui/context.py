@@ -28,6 +28,7 @@ from playground.specs.experiments import load_dataset
 from playground.specs.presets import PresetLibrary
 from playground.ui.live_channels import Feeds
 from playground.ui.quotas import PRESETS_PER_WINDOW, Quota
+from playground.ui.readers import Readers
 from playground.ui.run_route import Plans, Starter
 from playground.ui.slots import Slots
 
@@ -117,8 +118,7 @@ class UIContext:
     banner: str = ""  # e.g. "serving the random-weight demo model"
     server_note: str = ""  # the managed server's command line, for reports
     replay_only: bool = False  # no server configured (e.g. a CPU-only Space): replay mode
-    # reachable by others (--share, a Space, --auth, a non-loopback host): operator powers
-    # (servers, other base URLs) stay with the operator unless the settings allow them
+    # reachable by others (--share, a Space, --auth, non-loopback): operator powers stay theirs
     shared: bool = False
     examples: list[str] = field(default_factory=list)
     concurrency_limit: int = 16
@@ -133,6 +133,7 @@ class UIContext:
     logs: set[RunLog] = field(default_factory=set)  # the runs in flight, for a clean shutdown
     # presets saved per visitor an hour (a shared page only: the disk is the operator's)
     preset_saves: Quota = field(default_factory=lambda: Quota(PRESETS_PER_WINDOW))
+    readers: Readers = field(default_factory=Readers)  # who reads each API call's results
     _pools: dict[str, ClientPool] = field(default_factory=dict)
     _floors: dict[str, float | None] = field(default_factory=dict)
 
@@ -268,8 +269,7 @@ class UIContext:
                                         self.settings.model, self.library, self.warm))
 
     def store_run(self, recs: list[Recording], owner: str = "") -> None:
-        log = self.run_log(recs, owner)
-        self.close_log(log)
+        self.close_log(self.run_log(recs, owner))
 
     def run_log(self, recs: list[Recording], owner: str = "") -> RunLog:
         """The file of a run about to start (each recording stored once it is final)."""

@@ -132,3 +132,78 @@ def test_compare_caps_the_number_of_variants(app_url: str, observed) -> None:
     with pytest.raises(Exception, match="presets: 5 names given") as e:
         client.predict("x", ["fixed-64-stream"] * 5, api_name="/compare")
     observed(str(e.value))
+
+
+@pytest.mark.reliability(case="/compare called over HTTP and never read", where="the job is "
+                         "stopped once no result stream has been open for 15 s, its run slot "
+                         "given back; a job that is read runs to its end beside it; what the "
+                         "stopped job measured is stored and can still be read, marked "
+                         "cancelled", order=47)
+def test_compare_jobs_no_one_reads_are_stopped(vllm_server: str, tmp_path,  # type: ignore[no-untyped-def]
+                                               observed) -> None:
+    """Two calls held in front of the server (`hold-sse`: streams in flight for as long as the
+    test needs): one is read through its result stream, the other never; only the unread one
+    is stopped, and the server stops seeing it."""
+    import json
+    import threading
+    import time
+
+    import httpx
+
+    from tests.apphelp import app, run_rows
+    from tests.faultproxy import FaultProxy
+
+    proxy = FaultProxy(vllm_server).start()
+    env = {"PLAYGROUND_BASE_URL": proxy.url("hold-sse"), "PLAYGROUND_WARMUP": "off",
+           "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
+
+    def wait(cond, what: str, timeout_s: float = 120) -> None:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout_s
+        while not cond():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.1)
+
+    def events(url: str, event_id: str, into: list[tuple[str, object]]) -> None:
+        with httpx.stream("GET", f"{url}gradio_api/call/compare/{event_id}",
+                          timeout=None) as resp:
+            kind = ""
+            for line in resp.iter_lines():
+                if line.startswith("event:"):
+                    kind = line.split(":", 1)[1].strip()
+                elif line.startswith("data:") and kind in ("complete", "error"):
+                    into.append((kind, json.loads(line.split(":", 1)[1])))
+                    return
+
+    try:
+        with app(env_extra=env, log=tmp_path / "app.log") as (url, _):
+            def call() -> str:
+                r = httpx.post(f"{url}gradio_api/call/compare", timeout=30,
+                               json={"data": ["上海市徐汇区1号", ["fixed-64-stream"]]})
+                r.raise_for_status()
+                return str(r.json()["event_id"])
+
+            read: list[tuple[str, object]] = []
+            reader = threading.Thread(target=events, args=(url, call(), read), daemon=True)
+            reader.start()
+            unread = call()
+            wait(lambda: proxy.holding == 2, "both calls reached the server")
+            t0 = time.monotonic()
+            wait(lambda: proxy.holding < 2, "the unread call was never stopped")
+            stopped_after = time.monotonic() - t0
+            assert proxy.holding == 1 and reader.is_alive()  # the read one runs on
+            proxy.release()
+            reader.join(120)
+            late: list[tuple[str, object]] = []
+            events(url, unread, late)  # what the stopped call measured, read afterwards
+    finally:
+        proxy.release()
+        proxy.stop()
+    (kind, (recs,)), = read  # type: ignore[misc]
+    assert kind == "complete" and recs[0]["status"] == "done", recs
+    assert recs[0]["metrics"]["completion_tokens"] == 64
+    (kind, (stopped,)), = late  # type: ignore[misc]
+    assert kind == "complete" and stopped[0]["status"] == "cancelled", stopped
+    statuses = sorted(r["status"] for r in run_rows(tmp_path / "runs"))
+    assert statuses == ["cancelled", "done"], statuses  # both stored
+    observed(f"the unread call stopped {stopped_after:.0f} s after both were in flight; the "
+             "read one ended with its 64 tokens; both are in the run files")
