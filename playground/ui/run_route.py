@@ -13,7 +13,9 @@ browser refresh the loading state of every component it touches; on a 2-core mac
   prompt box's text (the one input not handed over as it changes: typing in it sends nothing,
   and the text typed just before the click is the one run). The app waits (bounded) until that
   plan has arrived, starts the run on the measuring loop, and answers at once; the run streams
-  over the page's live channel (ui/live_feed) as before.
+  over the page's live channel (ui/live_feed) as before. A control edited just before the
+  click, whose hand-over Gradio has not fired yet, holds the click back until it is numbered
+  (at most 1 s): the value typed is the one run.
 - When the run ends, its last live message says `handover`; the page then presses the hidden
   hand-over button, a Gradio event that draws the finished results (metrics, badges, code,
   history) once.

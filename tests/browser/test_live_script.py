@@ -234,3 +234,38 @@ def test_the_replay_speed_sets_the_pace_and_stop_keeps_what_was_shown(
         assert slow_box.input_value() == "a"  # what was shown is kept, the rest never came
     finally:
         ctx.close()
+
+
+def test_a_value_typed_just_before_run_is_handed_over_before_the_click_is_sent(
+        served: tuple[str, Feeds], page: Page) -> None:
+    """Gradio hands an edited control to the app (the `sync` event, numbered by qllPlan) a
+    moment after the edit, or at the blur the click itself causes: a click that comes first
+    waits for that hand-over, so the run is the one with the value typed; a click with nothing
+    edited goes at once."""
+    import json
+
+    url, _ = served
+    page.goto(url)
+    page.evaluate(f"""() => document.body.insertAdjacentHTML('beforeend',
+        '<div id="{ids.PROMPT}"><textarea>the prompt</textarea></div>' +
+        '<input id="max-tokens"><button id="{ids.STAGE_RUN}">Run</button>')""")
+    sent: list[dict] = []
+
+    def stage(route) -> None:  # type: ignore[no-untyped-def]
+        sent.append(json.loads(route.request.post_data or "{}"))
+        route.fulfill(status=200, content_type="application/json", body="{}")
+
+    page.route(f"**/{ids.STAGE_ROUTE}run/**", stage)
+    page.evaluate("window.qllPlan()")  # the page's first hand-over (its load)
+    page.fill("#max-tokens", "24")  # edited ...
+    page.click(f"#{ids.STAGE_RUN}")  # ... and clicked before Gradio handed it over
+    page.evaluate("window.qllPlan()")  # Gradio's hand-over of the edit: number 2
+    deadline = time.monotonic() + 10
+    while not sent and time.monotonic() < deadline:
+        page.wait_for_timeout(20)
+    assert sent == [{"seq": 2, "prompt": "the prompt"}]
+    page.click(f"#{ids.STAGE_RUN}")  # nothing edited since: sent at once, same plan
+    deadline = time.monotonic() + 10
+    while len(sent) < 2 and time.monotonic() < deadline:
+        page.wait_for_timeout(20)
+    assert sent[1] == {"seq": 2, "prompt": "the prompt"}

@@ -18,6 +18,7 @@
 //   sent_at   seconds (wall clock)               only from an instrumented app (benchmarks)
 (() => {
   const ids = window.qllIds;
+  const HANDOVER_WAIT_MS = 1000;  // the longest a click waits for an edited control's hand-over
   const views = {headline: ids.headline, timeline: ids.timeline, bars: ids.bars};
   const put = (id, html) => {
     const e = document.getElementById(id);
@@ -150,9 +151,28 @@
     if (b) b.disabled = !on;
   };
   window.qllFollow = () => { clear(); text = {}; stoppable(true); return page; };
-  // the controls' hand-overs (the `sync` event's js): '<page token>:<number>'
+  // the controls' hand-overs (the `sync` event's js): '<page token>:<number>'. A control
+  // edited but not yet handed over ("dirty": Gradio fires its change a moment after the
+  // input, or at the blur that the click itself causes) holds a click back until its
+  // hand-over is numbered, so that the value typed just before the click is the one run.
   let plan = 0;
-  window.qllPlan = () => `${page}:${++plan}`;
+  let dirty = false;
+  let handedOver = null;  // resolves the click waiting for the next hand-over
+  window.qllPlan = () => {
+    plan += 1;
+    dirty = false;
+    if (handedOver) handedOver();
+    return `${page}:${plan}`;
+  };
+  document.addEventListener('input', (e) => {
+    const t = e.target;
+    if (t instanceof Element && !t.closest('#' + ids.prompt)) dirty = true;
+  }, true);
+  const currentPlan = () => !dirty ? Promise.resolve(plan) : new Promise((resolve) => {
+    const done = () => { handedOver = null; dirty = false; resolve(plan); };
+    handedOver = done;
+    setTimeout(done, HANDOVER_WAIT_MS);  // a control whose change Gradio never fires
+  });
   const base = () => window.location.pathname.replace(/[^/]*$/, '');
   const note = (msg) => {
     const e = document.getElementById(ids.note);
@@ -178,7 +198,8 @@
       note('');
       window.qllFollow();
       const box = document.querySelector(`#${ids.prompt} textarea`);
-      post('run', box ? {seq: plan, prompt: box.value} : {seq: plan});
+      const prompt = box ? box.value : null;
+      currentPlan().then((seq) => post('run', prompt === null ? {seq} : {seq, prompt}));
     } else if (e.target.closest('#' + ids.stop)) {
       post('stop');
     }
