@@ -268,9 +268,6 @@ class UIContext:
         self.measure.submit(warm_server(self.pool(key), self.settings.base_url, key,
                                         self.settings.model, self.library, self.warm))
 
-    def store_run(self, recs: list[Recording], owner: str = "") -> None:
-        self.close_log(self.run_log(recs, owner))
-
     def run_log(self, recs: list[Recording], owner: str = "") -> RunLog:
         """The file of a run about to start (each recording stored once it is final)."""
         log = RunLog(RunStore(self.settings.runs_dir), recs, owner)

@@ -78,8 +78,8 @@ def job_keys(request: Any) -> list[str]:
     """The keys a Gradio job's results are read under: its session hash and, for a job
     POSTed through `ReaderWatch`, its event id. `request` is the job's gr.Request."""
     keys = [str(getattr(request, "session_hash", "") or "")]
-    raw = getattr(request, "request", None)
-    state = getattr(getattr(raw, "scope", None) or {}, "get", lambda *_: None)("state")
+    scope = getattr(getattr(request, "request", None), "scope", None) or {}
+    state = scope.get("state")
     ticket = state.get(TICKET) if isinstance(state, dict) else None
     if isinstance(ticket, Ticket):
         keys.append(ticket.event_id)
