@@ -71,7 +71,10 @@ os.environ.setdefault(KEY_ENV, "sk-test-" + secrets.token_hex(12))
 
 
 def _main_config() -> ServerConfig:
-    return cpu_demo_config(_demo_dir(), port=free_port(), enforce_eager=True, max_model_len=2048,
+    # 8,192 (the tiny model's own window): a run that must outlast a Stop or a page close asks
+    # for 8,000 tokens, ~25 s at the decode floor. With 2,048 the longest run took ~6 s and a
+    # 6.4 s stall of the server's output let it end before the Stop (V26)
+    return cpu_demo_config(_demo_dir(), port=free_port(), enforce_eager=True, max_model_len=8192,
                            generation_config="vllm")
 
 

@@ -169,8 +169,8 @@ class VllmBenchLoad:
                 raise PlaygroundError(
                     f"{ENGINE_NAME} did not get {want} requests running within "
                     f"{self.ready_timeout_s:.0f} s (the server reported at most {most:.0f} "
-                    f"in {scrapes} scrapes, {failed} of which failed)",
-                    hint=f"see {self.log}")
+                    f"in {scrapes} scrapes, {failed} of which failed); its log ends:\n"
+                    f"{_tail(self.log)}", hint=f"see {self.log}")
             await asyncio.sleep(0.5)
 
     async def stop(self) -> BackgroundRecord:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.apphelp import mounted
+from tests.apphelp import PENDING, mounted
 from tests.apphelp import open_page as visitor
 from tests.browser.test_playground_ui import LONG, pick
 from tests.procs import wait_for
@@ -21,11 +22,24 @@ def replay_choices(page: Page) -> list[str]:
     panel = page.locator("#replay-panel")
     if not page.locator("#replay-pick").is_visible():
         panel.get_by_text("Replay a recording").first.click()
-    mounted(page, page.locator("#replay-pick input"))  # a click before the mount was lost
-    page.locator("#replay-pick input").click()
+    box = page.locator("#replay-pick input")
+    mounted(page, box)  # a click before the mount was lost
     # the list opens a moment after the click: wait for it (the shipped recordings are always
-    # in it) before reading, or an empty read would pass for "no runs"
-    expect(page.get_by_role("option").first).to_be_visible(timeout=30_000)
+    # in it) before reading, or an empty read would pass for "no runs". A click that lands
+    # while the list is being refreshed (it is chained after each run) opens nothing (CI of
+    # 3c876e9: the box was never expanded in 30 s): wait out the refresh, then click again
+    first = page.get_by_role("option").first
+    for _ in range(10):
+        expect(page.locator(PENDING)).to_have_count(0, timeout=60_000)
+        box.click()
+        try:
+            first.wait_for(state="visible", timeout=3_000)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+            box.blur()
+    else:
+        raise AssertionError("the recording list did not open on any of 10 clicks")
     options = page.get_by_role("option").all_inner_texts()
     page.keyboard.press("Escape")
     return options

@@ -71,7 +71,7 @@ def test_too_long_request_is_not_sent_from_the_ui(page: Page,
     pick(page, "preset 1", "fixed-64-stream")
     pick(page, "preset 2", "fixed-64-stream")
     box = page.get_by_label("max_tokens", exact=True).first
-    box.fill("5000")
+    box.fill("9000")
     box.press("Tab")
     page.get_by_role("button", name="Run", exact=True).click()
     expect(page.locator("#error-0")).to_contain_text("not sent", timeout=LONG)
@@ -265,17 +265,17 @@ def test_other_visitors_stay_responsive_while_one_waits(page: Page, app_url: str
 
 
 def long_run(browser, url: str) -> Page:  # type: ignore[no-untyped-def]
-    """A new visitor whose two columns ask for 1,900 tokens each (minutes on this CPU)."""
-    from tests.browser.test_playground_ui import settle
+    """A new visitor whose two columns ask for 8,000 tokens each (~25 s or more on this CPU)."""
+    from tests.browser.test_playground_ui import LONG_RUN_TOKENS, settle
 
     page = open_page(browser, url)
     pick(page, "preset 1", "fixed-64-stream")
     pick(page, "preset 2", "fixed-64-stream")
     for box in page.get_by_label("max_tokens", exact=True).all()[:2]:
-        # the preset's 64 landed (the columns start at 256): typed before it, 1,900 was
+        # the preset's 64 landed (the columns start at 256): typed before it, the long count was
         # overwritten and the run ended on its own before the page closed (V18)
         expect(box).to_have_value("64", timeout=LONG)
-        settle(box, "1900")
+        settle(box, LONG_RUN_TOKENS)
     page.get_by_role("button", name="Run", exact=True).click()
     return page
 
