@@ -20,7 +20,16 @@ then misbehaves:
   stream that stays in flight for as long as the test needs, whatever the client's read
   timeout (`holding` counts those held now; one whose client left is not counted);
 - `flaky-metrics`: drops the connection of the first FLAKY_SCRAPES requests for /metrics (a
-  scrape that fails while the server is busy), then passes everything through.
+  scrape that fails while the server is busy), then passes everything through;
+- `flood`: streams 3 SSE events, then 64 KiB content deltas until FLOOD_BYTES have gone or the
+  client left (a server that sends far more than max_tokens allows; `flooded` counts bytes);
+- `huge-models`: answers /v1/models with a list that grows to HUGE_MODELS_BYTES, sent as it is
+  made (a model list with no end in sight; `listed` counts bytes);
+- `echo-key`: answers chat requests 401 with an error that repeats the key it was sent, as
+  OpenAI's "Incorrect API key provided: sk-..." does.
+
+`force(tag, fault)` makes the requests of `tag` (an `ok-TAG` a running app is configured with)
+behave as `fault` until `force(tag, None)`.
 
 Every request the proxy saw is kept in `seen` (path and headers), so tests can check what was
 sent -- and that nothing was sent when input should have been rejected first.
@@ -30,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -39,6 +49,8 @@ from aiohttp import web
 
 GOOD_EVENTS = 3
 FLAKY_SCRAPES = 3
+FLOOD_BYTES = 50 * 2**20
+HUGE_MODELS_BYTES = 300 * 2**20
 
 
 class FaultProxy:
@@ -46,6 +58,9 @@ class FaultProxy:
         self.upstream = upstream.rstrip("/").removesuffix("/v1")
         self.failed_scrapes = 0
         self.holding = 0  # `hold-sse` streams held now (a client that left is not counted)
+        self.flooded = 0  # bytes the `flood` fault has sent
+        self.listed = 0  # bytes the `huge-models` fault has sent
+        self.forced: dict[str, str] = {}
         self.seen: list[dict[str, Any]] = []
         self.port = 0
         self._loop = asyncio.new_event_loop()
@@ -67,6 +82,13 @@ class FaultProxy:
         if self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
+
+    def force(self, tag: str, fault: str | None) -> None:
+        """Requests of `tag` behave as `fault` from now on (None: as `tag` again)."""
+        if fault is None:
+            self.forced.pop(tag, None)
+        else:
+            self.forced[tag] = fault
 
     def release(self) -> None:
         """Let the held (`hold`) chat requests, and every later one, through."""
@@ -106,6 +128,15 @@ class FaultProxy:
         self.seen.append({"fault": fault, "path": "/" + tail, "headers": dict(request.headers),
                           "body": body.decode("utf-8", "replace")})
         is_chat = tail.endswith("chat/completions")
+        fault = self.forced.get(fault, fault)
+        if fault == "echo-key" and is_chat:
+            key = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+            return web.json_response({"error": {
+                "message": f"Incorrect API key provided: {key}. You can find your API key at "
+                           "https://example.invalid/keys.", "type": "invalid_request_error",
+                "param": None, "code": 401}}, status=401)
+        if fault == "huge-models" and tail.endswith("models"):
+            return await self._huge_models(request)
         if fault.startswith("ok"):  # ok, ok-TAG: a pass-through whose requests a test can pick
             fault = "ok"
         if fault == "hold-sse" and is_chat and b'"stream":true' in body.replace(b" ", b""):
@@ -137,6 +168,19 @@ class FaultProxy:
                 return web.Response(body=await up.read(), status=up.status,
                                     content_type=ctype.split(";")[0] or None)
             return await self._faulty_stream(request, up, fault)
+
+    async def _huge_models(self, request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        await resp.prepare(request)
+        entry = b'{"id": "' + b"m" * 1000 + b'", "object": "model"}, '
+        with contextlib.suppress(ConnectionError):
+            await resp.write(b'{"object": "list", "data": [')
+            while self.listed < HUGE_MODELS_BYTES:
+                await resp.write(entry * 64)
+                self.listed += len(entry) * 64
+            await resp.write(b'{"id": "last"}]}')
+            await resp.write_eof()
+        return resp
 
     async def _held_stream(self, request: web.Request, tail: str,
                            body: bytes) -> web.StreamResponse:
@@ -189,6 +233,15 @@ class FaultProxy:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.sleep(3600)
             return resp
+        if fault == "flood":
+            delta = {"id": "flood", "object": "chat.completion.chunk", "created": 0,
+                     "model": "flood", "choices": [{"index": 0, "delta": {
+                         "content": "x" * 65536}, "finish_reason": None}]}
+            event = b"data: " + json.dumps(delta).encode() + b"\n\n"
+            with contextlib.suppress(ConnectionError):
+                while self.flooded < FLOOD_BYTES:
+                    await resp.write(event)
+                    self.flooded += len(event)
         if fault == "malformed":
             await resp.write(b"data: {this is not json\n\n")
         elif fault == "error-event":

@@ -59,11 +59,16 @@ class Feeds:
         self.streams: dict[str, int] = {}  # open live streams by address
 
     def _prune(self) -> None:
-        """Drop the channels of closed pages: nothing follows them and no run is in flight."""
+        """Drop the channels of closed pages: nothing follows them and no run is in flight.
+        A channel that never carried a run goes at once (a page reconnecting gets a new one
+        and loses nothing); one whose run ended waits CLOSED_S for its page to reconnect and
+        read the end. So pages opened and dropped at once (256 of them were a flood that
+        locked every new page out for 5 s) cannot fill the table."""
         now = time.monotonic()
         for token, ch in list(self._channels.items()):
-            idle = ch.feed is None or ch.feed.done
-            if ch.followers == 0 and idle and now - max(ch.used, ch.left) > CLOSED_S:
+            if ch.followers or (ch.feed is not None and not ch.feed.done):
+                continue
+            if ch.feed is None or now - max(ch.used, ch.left) > CLOSED_S:
                 del self._channels[token]
 
     def _channel(self, token: str) -> Channel | None:

@@ -161,10 +161,11 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
         sess = plan.session
         if sess.active is not None or (sess.task is not None and not sess.task.done()):
             return "a run is already in progress in this tab: Stop it first"
-        sess.handover, sess.warning = None, ""
         frame = stage.frame(tok)
-        if frame.feed is not None:
-            frame.feed.handover = True  # its end says: press the hand-over button
+        if frame.feed is None or frame.feed.channel is None:  # its end could not reach it
+            return "too many pages follow runs on this app right now: try again in a moment"
+        sess.handover, sess.warning = None, ""
+        frame.feed.handover = True  # its end says: press the hand-over button
         sess.task = asyncio.create_task(run_plan(plan, frame, who))
         return None
 
@@ -281,8 +282,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
             if not name:
                 raise ValidationFailed("preset name", "is empty -- type a name (letters, "
                                        "digits, - _ .)")
-            # the column as it stands: its controls over its preset (fields without a control
-            # are the preset's), saved under the new name
+            # the column as it stands (its controls over its preset), under the new name
             v = read_variant(ctx, data[c.preset], [data[x] for x in c.controls()], name=name)
             if not (again := v.name in sess.saved):  # a new one counts (shared: capped)
                 ctx.count_save(request)

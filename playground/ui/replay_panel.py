@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from html import escape
+from html import escape, unescape
 from pathlib import Path
 from typing import Any
 
@@ -127,8 +127,13 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
     def do_head(choice: str | None, uploaded: str | None, rate: float, sess: Session,
                 request: gr.Request) -> list[Any]:
         """Set up the columns (names, prompt, the note); `do_play`, chained on its success,
-        plays the recording."""
-        rec = check(uploaded or choice, sess, owner_of(request), bool(uploaded), rate)
+        plays the recording. A refusal is said in the panel's line: a gr.Error raised by an
+        unqueued event reached the page as a bare "Error" (the refused 0.25x replay)."""
+        try:
+            rec = check(uploaded or choice, sess, owner_of(request), bool(uploaded), rate)
+        except gr.Error as e:  # `do_play` checks again and plays nothing
+            said = md_text(unescape(str(e.message)), 600)  # (gr.Error's text is HTML)
+            return [f"❌ {said}", *[gr.skip()] * (len(head_outputs) - 1)]
         env = rec.environment
         where = ", ".join(f"{k}: {v}" for k, v in env.items() if k in (
             "accelerator", "vllm_version", "model", "server_flags", "note"))
@@ -168,7 +173,8 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
     def ended(sess: Session, text: str) -> Any:
         """The panel's line, once the replay is over: it no longer says "replaying"."""
         shown = sess.shown
-        if shown is None or shown.kind != "replay" or not shown.label or not text:
+        if (shown is None or shown.kind != "replay" or not shown.label
+                or "▶️ **replaying**" not in (text or "")):  # (a refusal stays as it is)
             return gr.skip()
         return (text.replace("▶️ **replaying**", "⏹ **replay ended**:", 1) + "\n\nEvery "
                 "number on the page is recorded, not measured now; Run measures live.")

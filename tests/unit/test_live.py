@@ -284,8 +284,11 @@ def test_headline_cards_are_the_columns_and_colour_follows_the_sign() -> None:
 def test_closed_pages_never_push_an_open_page_out_of_the_channel_table() -> None:
     """The attack of issue 4/7: 256 `GET /live/<random>` closed at once dropped the least
     recently used channel -- an open page's -- so its next run had no follower and was
-    stopped after 20 s. Now an open page's channel stays whatever else comes and goes; a full
-    table refuses newcomers instead of evicting; closed pages' channels are pruned."""
+    stopped after 20 s. Now an open page's channel stays whatever else comes and goes; pages
+    opened and dropped at once never fill the table (a new page still gets its channel: with
+    a 5 s grace for them, 300 such pages locked every new page out); a page whose run ended
+    keeps its channel CLOSED_S to read the end; a table full of open pages refuses
+    newcomers instead of evicting."""
     from playground.ui import live_channels
 
     feeds = Feeds()
@@ -305,15 +308,32 @@ def test_closed_pages_never_push_an_open_page_out_of_the_channel_table() -> None
             await anext(gen)
             await gen.aclose()
         assert feeds._channels[victim] is ch and ch.followers == 1
-        assert refused == 300 - (live_channels.MAX_FEEDS - 1)  # refused, not evicted
+        assert refused == 0
+        assert feeds._channel("newcomer-0000000000") is not None  # a new page: its channel
         run = feeds.open(victim)
         assert run.channel is ch and not run.abandoned(grace_s=0)
+        ended = feeds.open("ended-00000000000000")  # a page whose run ended, then it closed
+        ended.finish()
+        opened = []
+        for i in range(live_channels.MAX_FEEDS):  # open pages, until the table is full
+            got = feeds._channel(f"open-{i:016d}")
+            if got is None:
+                break
+            opened.append(follow_channel(got))
+            await anext(opened[-1])
+        assert len(opened) == live_channels.MAX_FEEDS - 2  # beside the victim and `ended`
+        assert "ended-00000000000000" in feeds._channels  # read within CLOSED_S: kept
+        assert feeds._channels[victim] is ch
+        assert feeds._channel("late-000000000000000") is None  # full of open pages: refused
         live_channels.CLOSED_S, saved = -1.0, live_channels.CLOSED_S
-        try:  # the closed pages' channels go; the open page's stays
-            assert feeds._channel("newcomer-0000000000") is not None
-            assert set(feeds._channels) == {victim, "newcomer-0000000000"}
+        try:  # past CLOSED_S the ended page's channel goes; no open page's does
+            assert feeds._channel("late-000000000000000") is not None
+            assert "ended-00000000000000" not in feeds._channels
+            assert feeds._channels[victim] is ch
         finally:
             live_channels.CLOSED_S = saved
+        for gen in opened:
+            await gen.aclose()
         await page.aclose()
 
     asyncio.run(main())
