@@ -203,7 +203,9 @@ def test_stop_ends_a_long_generation_on_the_server(page: Page, vllm_server: str,
     # the decode floor; 1,900 took ~6 s and ended inside a 6.4 s output stall, V26); Stop is
     # clicked as soon as both columns show text, and the run file must then hold fewer tokens
     # than were asked for -- a Stop that did nothing would end with all 8,000 ("finish: length")
+    t0 = time.monotonic()
     assert idle(vllm_server)  # no other test's generation on the server: the gauge is ours
+    waited_s = time.monotonic() - t0
     before = set(app_runs.glob("playground/*.jsonl"))
     pick(page, "preset 1", "fixed-64-stream")
     pick(page, "preset 2", "fixed-64-stream")
@@ -212,8 +214,10 @@ def test_stop_ends_a_long_generation_on_the_server(page: Page, vllm_server: str,
     page.get_by_role("button", name="Run", exact=True).click()
     for i in range(2):  # text has arrived in both columns: this run is the one in flight
         expect(page.locator(f"#answer-{i} textarea")).not_to_have_value("", timeout=LONG)
+    clicked = time.monotonic()
     page.get_by_role("button", name="Stop", exact=True).click(force=True)
     assert idle(vllm_server)  # the engine dropped both requests
+    quiet_s = time.monotonic() - clicked
     for i in range(2):  # the column says so, keeps what arrived, and shows no error
         expect(page.locator(f"#metrics-{i}")).to_contain_text("stopped (partial output kept)",
                                                               timeout=30_000)
@@ -227,7 +231,8 @@ def test_stop_ends_a_long_generation_on_the_server(page: Page, vllm_server: str,
     kept = [(r["status"], r["metrics"]["completion_tokens"] or 0, len(r["content"]))
             for r in rows]
     observed(f"column: stopped (partial output kept); run file: {kept}; running on the server: "
-             f"{running(vllm_server)}")
+             f"{running(vllm_server)} ({quiet_s:.1f} s after the click; the server was busy "
+             f"{waited_s:.1f} s before the test)")
     assert len(kept) == 2 and all(s == "cancelled" and n < int(LONG_RUN_TOKENS) and c > 0
                                   for s, n, c in kept), kept
 
