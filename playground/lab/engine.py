@@ -119,11 +119,14 @@ def _env(api_key: str) -> dict[str, str]:
     return env
 
 
-def _tail(log: Path, n: int = 15) -> str:
+def _tail(log: Path, n: int = 15, width: int = 300) -> str:
+    """The log's last `n` lines, each cut at `width` (vllm bench prints its whole argument
+    namespace on one line of ~4,000 characters)."""
     try:
-        return "\n".join(log.read_text("utf-8", "replace").splitlines()[-n:])
+        lines = log.read_text("utf-8", "replace").splitlines()[-n:]
     except OSError:
         return ""
+    return "\n".join(line if len(line) <= width else line[:width] + " …" for line in lines)
 
 
 class VllmBenchLoad:

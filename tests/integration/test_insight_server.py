@@ -59,7 +59,9 @@ def test_grid_experiment_reports_validity_per_cell_and_survives_failed_scrapes(
                               "5000"], capture_output=True, text=True, timeout=900, env=env)
     finally:
         proxy.stop()
-    assert out.returncode == 0, out.stderr[-3000:]
+    # the error line first: the tail alone was vllm bench's 4,000-character namespace (V29)
+    said = [line for line in out.stderr.splitlines() if "error" in line.lower()][:3]
+    assert out.returncode == 0, "\n".join(said) + "\n...\n" + out.stderr[-2000:]
     assert proxy.failed_scrapes == FLAKY_SCRAPES
     assert "Thinking x guided JSON:" in out.stdout and "under load: 2 background" in out.stdout
     summary = json.loads((tmp_path / "out" / "results.json").read_text("utf-8"))["summary"]
