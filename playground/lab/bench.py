@@ -190,6 +190,7 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
             run_file.append(*series.samples)
 
     task = asyncio.create_task(go())
+    getter: asyncio.Future[BenchEvent] | None = None
     try:
         while not (task.done() and queue.empty()):
             getter = asyncio.ensure_future(queue.get())
@@ -200,6 +201,8 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
                 getter.cancel()
         task.result()
     finally:
+        if getter is not None and not getter.done():  # cancelled (Stop) while waiting
+            getter.cancel()
         if not task.done():
             task.cancel()
         await asyncio.gather(task, return_exceptions=True)
