@@ -28,6 +28,7 @@ from tests.apphelp import app, open_page
 from tests.browser.test_playground_ui import LONG, LONG_RUN_TOKENS, pick, settle
 from tests.browser.test_reliability_ui import type_url
 from tests.faultproxy import FaultProxy
+from tests.procs import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -140,7 +141,7 @@ def test_a_live_flood_touches_no_other_page(browser, shared: Shared,  # type: ig
         victim.get_by_role("button", name="Run", exact=True).click()
         expect(victim.locator("#answer-0 textarea")).not_to_have_value("", timeout=LONG)
         first = answer_len(victim)
-        grew = wait_until(lambda: answer_len(victim) > first, 60)
+        grew = wait_for(lambda: answer_len(victim) > first, 60, step=0.2)
         running = "E2E" not in victim.locator("#metrics-0").inner_text()
         still_held = sum(s == 200 for _, s in held)
     finally:
@@ -242,7 +243,7 @@ def test_the_cap_comes_before_any_work(browser, shared: Shared,  # type: ignore[
     for t in threads:
         t.start()
     try:
-        wait_until(lambda: len(answers) >= 16, 120)
+        wait_for(lambda: len(answers) >= 16, 120, step=0.2)
         took = bystander(browser, shared)
         attack_on = all(t.is_alive() for t in threads)  # the order: served amid the flood
     finally:
@@ -412,12 +413,3 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except OSError:  # a process that ended meanwhile
         return b""
-
-
-def wait_until(cond: Callable[[], bool], timeout_s: float) -> bool:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.2)
-    return cond()
