@@ -141,6 +141,7 @@ class VllmBenchLoad:
         self.ready_timeout_s = ready_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
         self.reached: float | None = None  # the gauge when start() returned
+        self.ready_after_s: float | None = None  # and how long after the launch
 
     async def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +151,8 @@ class VllmBenchLoad:
                                           stdout=out,
                                           stderr=subprocess.STDOUT, env=_env(self.api_key),
                                           start_new_session=True)  # its own process group
-        deadline = time.monotonic() + self.ready_timeout_s
+        launched = time.monotonic()
+        deadline = launched + self.ready_timeout_s
         want = self.spec.concurrency
         most, failed, scrapes = 0.0, 0, 0  # for the message, if the load never gets there
         base: float | None = None  # requests the server had finished at the first scrape
@@ -177,6 +179,7 @@ class VllmBenchLoad:
             if running >= want or (running >= 1 and base is not None
                                    and done - base > 2 * want):
                 self.reached = running
+                self.ready_after_s = time.monotonic() - launched
                 return
             if time.monotonic() > deadline:
                 await self.stop()
@@ -200,7 +203,8 @@ class VllmBenchLoad:
                 await asyncio.to_thread(proc.wait, 15)
         return BackgroundRecord(requests_in_flight=self.spec.concurrency, completed=None,
                                 failed=None, max_tokens=self.spec.output_len,
-                                engine=ENGINE_NAME, running_at_start=self.reached)
+                                engine=ENGINE_NAME, running_at_start=self.reached,
+                                ready_after_s=self.ready_after_s)
 
 
 def bench_serve_rows(spec: BenchServe, api_key: str, python: str, log: Path

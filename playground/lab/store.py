@@ -72,6 +72,7 @@ class BackgroundRecord(BaseModel):
     max_tokens: int
     engine: str = "playground"  # or "vllm bench serve" (lab/engine)
     running_at_start: float | None = None  # the server's running gauge when the probe began
+    ready_after_s: float | None = None  # from the engine's launch to the load in flight
 
     def describe(self) -> str:
         """One sentence for the CLI, the Benchmark tab and the report."""
@@ -80,6 +81,8 @@ class BackgroundRecord(BaseModel):
                   if self.completed is not None else "")
         seen = (f"; the server reported {self.running_at_start:.0f} running when the probe "
                 "began" if self.running_at_start is not None else "")
+        if self.ready_after_s is not None:
+            seen += f", {self.ready_after_s:.1f} s after {who} was launched"
         return (f"{self.requests_in_flight} background requests kept in flight by {who} "
                 f"({self.max_tokens} tokens each{counts}{seen})")
 

@@ -64,6 +64,7 @@ def test_grid_experiment_reports_validity_per_cell_and_survives_failed_scrapes(
     assert out.returncode == 0, "\n".join(said) + "\n...\n" + out.stderr[-2000:]
     assert proxy.failed_scrapes == FLAKY_SCRAPES
     assert "Thinking x guided JSON:" in out.stdout and "under load: 2 background" in out.stdout
+    assert "s after vllm bench serve was launched" in out.stdout  # where a slow run's time went
     summary = json.loads((tmp_path / "out" / "results.json").read_text("utf-8"))["summary"]
     cells = {(c["thinking"], c["guided_json"]): c for c in summary["grid"]}
     assert set(cells) == {(False, False), (False, True), (True, False), (True, True)}

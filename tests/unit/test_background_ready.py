@@ -78,9 +78,12 @@ def ready(url: str, tmp_path: Path, timeout_s: float = 20.0) -> float | None:
     async def go() -> float | None:
         try:
             await load.start()
-            return load.reached
-        finally:
+        except BaseException:
             await load.stop()
+            raise
+        record = await load.stop()  # the run file's line says what start() saw, and when
+        assert record.running_at_start == load.reached and record.ready_after_s is not None
+        return load.reached
 
     return asyncio.run(go())
 

@@ -164,9 +164,10 @@ def test_background_limits_name_the_field() -> None:
 
 def test_background_record_says_who_kept_the_load() -> None:
     ext = BackgroundRecord(requests_in_flight=64, completed=None, failed=None, max_tokens=256,
-                           engine="vllm bench serve", running_at_start=64)
+                           engine="vllm bench serve", running_at_start=64, ready_after_s=41.26)
     assert "kept in flight by vllm bench serve" in ext.describe()
-    assert "64 running when the probe began" in ext.describe()
+    assert ("64 running when the probe began, 41.3 s after vllm bench serve was launched"
+            in ext.describe())
     ours = BackgroundRecord(requests_in_flight=2, completed=5, failed=0, max_tokens=256)
     assert "5 completed, 0 failed" in ours.describe()
 
