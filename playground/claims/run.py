@@ -27,7 +27,7 @@ from playground.core.record import RequestRecord, failed
 from playground.core.runner import new_recording, run_many
 from playground.errors import PlaygroundError, PresetError
 from playground.lab.bench import run_experiment, run_meta
-from playground.lab.store import BatchRecord, Line, Run, RunFile, RunStore
+from playground.lab.store import BatchRecord, Line, Run, RunFile, RunStore, read_run
 from playground.lab.summary import summarize_run
 from playground.settings import Settings
 from playground.specs.claims import Claim
@@ -142,6 +142,11 @@ async def run_claim(settings: Settings, claim: Claim, library: PresetLibrary, *,
             **head, status="failed", reason=str(e), wall_s=time.perf_counter() - t0,
             run_path=str(run_file.path)))
         return
+    try:  # what the events do not carry: the server's series (a batch claim has none)
+        saved = read_run(run_file.path)
+        run.server, run.gpu, run.series_info = saved.server, saved.gpu, saved.series_info
+    except (PlaygroundError, OSError):
+        pass  # the verdicts stand without it
     checks = judge_claim(claim, run, base, claim.variant)
     timed = run.timed
     explanation, note = worked(claim, run, exp, base)

@@ -112,6 +112,8 @@ def report_text(run: Run, *, ttft_slo_ms: float | None = None,
     bg = run.background
     if bg is not None and bg.requests_in_flight:
         lines.append(f"\nunder load: {bg.describe()}")
+    if summary["server"] is not None:
+        lines.append(f"\nthe server meanwhile: {summary['server']['text']}")
     if run.meta.demo_model:
         lines.append(f"\nNOTE: {DEMO_NOTICE}")
     return "\n".join(lines)

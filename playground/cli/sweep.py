@@ -90,10 +90,11 @@ def run_sweep(settings: Settings, levels_text: str, out: Path, *, engine: str = 
 
 
 def keep_series(out: Path, level: str, series: Series) -> dict[str, Any]:
-    """A level's server samples appended to server-series.jsonl (one typed record a line,
-    tagged with the level); its summary (peaks, counter changes, gaps) for sweep.json."""
+    """A level's server (and GPU) samples appended to server-series.jsonl (one typed record a
+    line, tagged with the level); its summary (peaks, counter changes, gaps, why there is no
+    GPU telemetry) for sweep.json."""
     with (out / "server-series.jsonl").open("a", encoding="utf-8") as f:
-        for sample in series.samples:
+        for sample in [*series.samples, *series.gpu]:
             f.write(json.dumps({"level": level, **sample.model_dump()}) + "\n")
     return series.summary()
 

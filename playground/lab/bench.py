@@ -187,7 +187,7 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
         finally:
             run_file.append(await load.stop())
             series = await asyncio.to_thread(sampler.stop)
-            run_file.append(*series.samples)
+            run_file.append(*series.lines())
 
     task = asyncio.create_task(go())
     getter: asyncio.Future[BenchEvent] | None = None

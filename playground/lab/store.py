@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from playground.core.record import RUN_FORMAT, RequestRecord
 from playground.errors import PresetError
-from playground.server.series import ServerSample
+from playground.server.gpu import GpuSample
+from playground.server.series import Series, SeriesInfo, ServerSample
 from playground.specs.experiments import Experiment
 from playground.specs.presets import first_error
 
@@ -87,10 +88,12 @@ class BackgroundRecord(BaseModel):
                 f"({self.max_tokens} tokens each{counts}{seen})")
 
 
-Line = RunMeta | RequestRecord | BatchRecord | BackgroundRecord | ServerSample
+Line = (RunMeta | RequestRecord | BatchRecord | BackgroundRecord | ServerSample | GpuSample
+        | SeriesInfo)
 _KINDS: dict[str, type[BaseModel]] = {"meta": RunMeta, "request": RequestRecord,
                                       "batch": BatchRecord, "background": BackgroundRecord,
-                                      "server-sample": ServerSample}
+                                      "server-sample": ServerSample, "gpu-sample": GpuSample,
+                                      "server-series": SeriesInfo}
 
 
 @dataclass
@@ -102,7 +105,17 @@ class Run:
     batches: list[BatchRecord] = field(default_factory=list)
     background: BackgroundRecord | None = None
     server: list[ServerSample] = field(default_factory=list)  # the server's /metrics series
+    gpu: list[GpuSample] = field(default_factory=list)  # and each GPU's, at the same ticks
+    series_info: SeriesInfo | None = None
     torn_lines: int = 0
+
+    @property
+    def series(self) -> Series | None:
+        """The server series as it was sampled (None: the run file has none)."""
+        if self.series_info is None and not self.server:
+            return None
+        info = self.series_info or SeriesInfo()
+        return Series(samples=self.server, gpu=self.gpu, gaps=info.gaps, gpu_note=info.gpu_note)
 
     @property
     def timed(self) -> list[RequestRecord]:
@@ -117,6 +130,10 @@ class Run:
             self.batches.append(line)
         elif isinstance(line, ServerSample):
             self.server.append(line)
+        elif isinstance(line, GpuSample):
+            self.gpu.append(line)
+        elif isinstance(line, SeriesInfo):
+            self.series_info = line
         else:
             self.background = line
 

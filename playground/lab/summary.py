@@ -20,6 +20,7 @@ from playground.lab.stats import median, summarize
 from playground.lab.store import Run
 from playground.outputs import files
 from playground.outputs.fmt import METRIC_LABELS
+from playground.server.series import describe as series_text
 
 COMPARED = ("visible_wait_ms", "e2e_ms", "ttft_ms")
 
@@ -129,7 +130,17 @@ def summarize_run(run: Run, *, ttft_slo_ms: float | None = None,
             "grid": insight.grid(timed) if insight.is_grid(timed) else None,
             "floor_ms": run.meta.floor_ms,
             "background": ({**run.background.model_dump(), "text": run.background.describe()}
-                           if run.background else None)}
+                           if run.background else None),
+            "server": server_summary(run)}
+
+
+def server_summary(run: Run) -> dict[str, Any] | None:
+    """What the server (and its GPUs) did while the timed trials ran, with its sentence."""
+    series = run.series
+    if series is None:
+        return None
+    found = series.summary()
+    return {**found, "text": series_text(found)}
 
 
 def write_outputs(run: Run, out_dir: Path, *, ttft_slo_ms: float | None = None,
@@ -138,4 +149,5 @@ def write_outputs(run: Run, out_dir: Path, *, ttft_slo_ms: float | None = None,
     """requests.csv (one row per timed request), results.json (summary + every request) and
     report.html (plotly.js inline by default: opens offline)."""
     summary = summarize_run(run, ttft_slo_ms=ttft_slo_ms, e2e_slo_ms=e2e_slo_ms)
-    return files.write_run_files(summary, run.timed, out_dir, plotlyjs=plotlyjs)
+    return files.write_run_files(summary, run.timed, out_dir, plotlyjs=plotlyjs,
+                                 series=run.series)

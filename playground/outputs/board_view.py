@@ -44,8 +44,15 @@ def _size(x: dict[str, Any] | None) -> str:
 
 
 def ran_on(c: dict[str, Any]) -> str:
+    """The model, and what the server's queue and KV cache reached while the claim ran."""
     model = c.get("model") or "?"
-    return f"{model} (demo model, random weights)" if c.get("demo_model") else model
+    said = f"{model} (demo model, random weights)" if c.get("demo_model") else model
+    server = (c.get("summary") or {}).get("server") or {}
+    if server.get("samples"):
+        kv = server.get("peak_kv_usage")
+        said += (f"; server peak {server['peak_waiting']:.0f} waiting"
+                 + (f", KV cache {kv:.0%}" if kv is not None else ""))
+    return said
 
 
 def _other(x: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 from playground.core.record import RequestRecord
 from playground.outputs import board_view, html
 from playground.outputs.html import PlotlyJs
+from playground.server.series import Series
 
 __all__ = ["CSV_FIELDS", "PlotlyJs", "csv_rows", "write_board_files", "write_run_files"]
 
@@ -41,7 +42,8 @@ def csv_rows(timed: Sequence[RequestRecord]) -> list[dict[str, Any]]:
 
 
 def write_run_files(summary: dict[str, Any], timed: Sequence[RequestRecord], out_dir: Path,
-                    *, plotlyjs: PlotlyJs = "inline") -> dict[str, Path]:
+                    *, plotlyjs: PlotlyJs = "inline", series: Series | None = None
+                    ) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out_dir / "requests.csv", "json": out_dir / "results.json",
              "html": out_dir / "report.html"}
@@ -52,7 +54,8 @@ def write_run_files(summary: dict[str, Any], timed: Sequence[RequestRecord], out
     doc = {"summary": summary, "requests": [r.line() for r in timed]}
     paths["json"].write_text(json.dumps(doc, ensure_ascii=False, indent=1, default=str),
                              "utf-8")
-    paths["html"].write_text(html.report(summary, timed, plotlyjs=plotlyjs), "utf-8")
+    paths["html"].write_text(html.report(summary, timed, plotlyjs=plotlyjs, series=series),
+                             "utf-8")
     return paths
 
 

@@ -21,6 +21,8 @@ from playground.core.phases import Breakdown
 from playground.core.record import RequestRecord
 from playground.outputs import board_view, report_figures, tables
 from playground.outputs.fmt import DEMO_NOTICE, verdict_color
+from playground.outputs.series_figure import series_figure
+from playground.server.series import Series
 
 PlotlyJs = Literal["inline", "cdn"]
 
@@ -63,7 +65,7 @@ def method_text(exp: dict[str, Any]) -> str:
 
 
 def report(summary: dict[str, Any], timed: Sequence[RequestRecord], *,
-           plotlyjs: PlotlyJs = "inline") -> str:
+           plotlyjs: PlotlyJs = "inline", series: Series | None = None) -> str:
     meta = summary["meta"]
     exp = meta.get("experiment") or {}
     figs = [report_figures.box_plot(timed, "visible_wait_ms"),
@@ -71,6 +73,8 @@ def report(summary: dict[str, Any], timed: Sequence[RequestRecord], *,
             report_figures.phase_figure(summary["phases"]),
             report_figures.tpot_floor_figure(timed, summary["floor_ms"]),
             report_figures.accuracy_plot(summary)]
+    server = series_figure(series, timed)  # on the requests' time axis
+    figs += [server] if server is not None else []
     env = {k: meta.get(k) for k in ("model", "base_url", "vllm_version", "machine",
                                     "demo_model")}
     bg = summary.get("background")
@@ -86,6 +90,7 @@ def report(summary: dict[str, Any], timed: Sequence[RequestRecord], *,
         floor_text=floor_text(summary["floor_ms"]),
         background=bg if bg and bg.get("requests_in_flight") else None,
         background_text=(bg or {}).get("text", ""),
+        server_text=(summary.get("server") or {}).get("text", ""),
         grid_headers=tables.GRID_HEADERS,
         grid_rows=tables.grid_rows(summary["grid"]) if summary.get("grid") else [],
         method=method_text(exp), environment=json.dumps(env, ensure_ascii=False))

@@ -5,6 +5,8 @@ its own, one per server, from `start()` to `stop()`, and keeps a typed `ServerSa
 requests running and waiting, KV-cache usage, and the cumulative counters (prefix-cache queries
 and hits, preemptions, prompt and generated tokens). A scrape that fails or times out is a gap
 in the series (`Series.gaps`), never a failed run. Sums are over every engine the page reports.
+At the same ticks it samples each visible NVIDIA GPU (server/gpu: `GpuSample`), or keeps the
+sentence that says why there is no GPU telemetry (`Series.gpu_note`).
 
 The thread costs the process it runs in a parse per interval (prometheus_client's parser):
 an open-loop run shows any cost as send delay.
@@ -20,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from playground.server import http, prom
+from playground.server.gpu import Gpus, GpuSample, peaks
 
 INTERVAL_S = 0.25
 MAX_SAMPLES = 100_000  # about 7 hours at the default interval: older samples are dropped
@@ -60,12 +63,19 @@ class ServerSample(BaseModel):
 class Series(BaseModel):
     samples: list[ServerSample] = []
     gaps: int = 0  # scrapes that failed
+    gpu: list[GpuSample] = []
+    gpu_note: str | None = None  # why there is no GPU telemetry (None: there is)
+
+    def lines(self) -> list[ServerSample | GpuSample | SeriesInfo]:
+        """What a run file keeps of the series: every sample, then the series' own line."""
+        return [*self.samples, *self.gpu, SeriesInfo(gaps=self.gaps, gpu_note=self.gpu_note)]
 
     def summary(self) -> dict[str, Any]:
         """Peaks of the gauges, and the counters' changes over the series."""
         s = self.samples
+        gpu: dict[str, Any] = {"gpu_note": self.gpu_note, **peaks(self.gpu)}
         if not s:
-            return {"samples": 0, "gaps": self.gaps}
+            return {"samples": 0, "gaps": self.gaps, **gpu}
         first, last = s[0], s[-1]
         queries = last.prefix_queries - first.prefix_queries
         span = last.t - first.t
@@ -78,15 +88,53 @@ class Series(BaseModel):
             if queries > 0 else None,
             "preemptions": last.preemptions - first.preemptions,
             "generation_tok_per_s": (last.generation_tokens - first.generation_tokens) / span
-            if span > 0 else None}
+            if span > 0 else None, **gpu}
+
+
+class SeriesInfo(BaseModel):
+    """A series' line in a run file beside its samples: what the samples cannot say."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["server-series"] = "server-series"
+    interval_s: float = INTERVAL_S
+    gaps: int = 0
+    gpu_note: str | None = None
+
+
+def describe(summary: dict[str, Any]) -> str:
+    """One sentence for the CLI and the report, from `Series.summary()`."""
+    parts = []
+    if summary.get("samples"):
+        kv = summary.get("peak_kv_usage")
+        parts.append(f"peak {summary['peak_running']:.0f} running and "
+                     f"{summary['peak_waiting']:.0f} waiting"
+                     + (f", KV cache {kv:.0%}" if kv is not None else "")
+                     + f" ({summary['samples']} samples"
+                     + (f", {summary['gaps']} failed scrapes" if summary["gaps"] else "") + ")")
+    elif summary.get("gaps"):
+        parts.append(f"no /metrics sample ({summary['gaps']} failed scrapes)")
+    util = summary.get("peak_gpu_util_pct")
+    mem = summary.get("peak_gpu_mem_used_mib")
+    if summary.get("gpu_note"):
+        parts.append(summary["gpu_note"])
+    elif util is not None or mem is not None:
+        gpu = [f"{util:.0f}% utilisation" if util is not None else "",
+               f"{mem / 1024:.1f} GiB used" if mem is not None else ""]
+        power = summary.get("peak_gpu_power_w")
+        gpu.append(f"{power:.0f} W" if power is not None else "")
+        parts.append("GPU peak " + ", ".join(g for g in gpu if g))
+    return "; ".join(parts)
 
 
 class Sampler:
     """Scrapes one server's /metrics every `interval_s` until stopped (a thread)."""
 
     def __init__(self, base_url: str, interval_s: float = INTERVAL_S,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter,
+                 gpus: Callable[[], Gpus] = Gpus.open) -> None:
         self.base_url, self.interval_s, self.clock = base_url, interval_s, clock
+        self._gpus = gpus
         self.series = Series()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="server-sampler", daemon=True)
@@ -107,13 +155,20 @@ class Sampler:
         self.stop()
 
     def _loop(self) -> None:
-        while True:
-            t = self.clock()
-            try:
-                snapshot = prom.parse(http.metrics_text(self.base_url, self.interval_s * 4))
-                self.series.samples.append(ServerSample.of(snapshot, t))
-                del self.series.samples[:-MAX_SAMPLES]
-            except (OSError, ValueError):  # http.Unreachable is an OSError
-                self.series.gaps += 1
-            if self._stop.wait(max(0.0, self.interval_s - (self.clock() - t))):
-                break
+        gpus = self._gpus()
+        self.series.gpu_note = gpus.note
+        try:
+            while True:
+                t = self.clock()
+                self.series.gpu += gpus.read(t)
+                del self.series.gpu[:-MAX_SAMPLES]
+                try:
+                    snapshot = prom.parse(http.metrics_text(self.base_url, self.interval_s * 4))
+                    self.series.samples.append(ServerSample.of(snapshot, t))
+                    del self.series.samples[:-MAX_SAMPLES]
+                except (OSError, ValueError):  # http.Unreachable is an OSError
+                    self.series.gaps += 1
+                if self._stop.wait(max(0.0, self.interval_s - (self.clock() - t))):
+                    break
+        finally:
+            gpus.close()

@@ -22,6 +22,7 @@ from playground.outputs.report_figures import (
     phase_figure,
     tpot_floor_figure,
 )
+from playground.outputs.series_figure import series_figure
 from playground.outputs.tables import (
     GRID_HEADERS,
     SUMMARY_HEADERS,
@@ -76,11 +77,14 @@ def _views(run: Run, wait: str = "visible_wait_ms", ttft_slo: float | None = Non
     bg = run.background
     if bg is not None and bg.requests_in_flight:
         verdicts += f"\n\n🔁 Under load: {bg.describe()} during the timed trials."
+    if summary["server"] is not None:
+        said = md_text(summary["server"]["text"])
+        verdicts += f"\n\n📈 The server during the timed trials: {said}."
     grid = grid_rows(summary["grid"]) if summary["grid"] else []
     return (summary_rows(summary), verdicts, box_plot(timed, wait),
             box_plot(timed, "e2e_ms"), accuracy_plot(summary),
             phase_figure(summary["phases"]), tpot_floor_figure(timed, summary["floor_ms"]),
-            why_rows(summary), grid)
+            why_rows(summary), grid, series_figure(run.series, timed, wait))
 
 
 def build(ctx: UIContext) -> None:
@@ -119,6 +123,8 @@ def build(ctx: UIContext) -> None:
         phase_plot = gr.Plot(label="where the time went", elem_id="bench-phases")
         floor_plot = gr.Plot(label="TPOT vs the physical floor", elem_id="bench-floor")
     acc_plot = gr.Plot(label="accuracy")
+    server_plot = gr.Plot(label="the server meanwhile (requests' time axis)",
+                          elem_id="bench-server")
     current = gr.State(None)  # the run file shown, for re-rendering on slider changes
     files = gr.File(label="exports (CSV, JSON, HTML report)", file_count="multiple",
                     elem_id="bench-files")
@@ -143,7 +149,7 @@ def build(ctx: UIContext) -> None:
         monitor_list = gr.Markdown("", elem_id="monitor-list")
 
     view_outputs = [table, verdicts, wait_plot, e2e_plot, acc_plot, phase_plot, floor_plot,
-                    why_table, grid_table]
+                    why_table, grid_table, server_plot]
 
     benches: dict[str, int] = {}  # benchmarks in flight per visitor
 
@@ -198,13 +204,19 @@ def build(ctx: UIContext) -> None:
         finally:
             benches[who] -= 1
         if path is not None:
-            done_path = path  # the exports (statistics, plots, HTML) are CPU work: a worker
+            # the file as written: its last lines (the background load, the server's series)
+            # come after the requests, which are all the events carried. The exports and
+            # views (statistics, plots, HTML) are CPU work: a worker
+            done_path = path
+            done = await asyncio.to_thread(read_run, done_path)
             out = await asyncio.to_thread(lambda: write_outputs(
-                read_run(done_path), done_path.with_suffix(""), ttft_slo_ms=t_slo or None,
+                done, done_path.with_suffix(""), ttft_slo_ms=t_slo or None,
                 e2e_slo_ms=e_slo or None))
+            views = await asyncio.to_thread(_views, done, wait, t_slo, e_slo)
             yield {progress: f"✅ done: {path}", files: [str(p) for p in out.values()],
                    run_a: gr.update(choices=_runs(ctx, owner)),
-                   run_b: gr.update(choices=_runs(ctx, owner))}
+                   run_b: gr.update(choices=_runs(ctx, owner)),
+                   **dict(zip(view_outputs, views, strict=True))}
 
     ev = run_btn.click(do_run, [experiment, examples, reps, background, wait_def, ttft_slo,
                                 e2e_slo],

@@ -245,8 +245,12 @@ def test_benchmark_tab_runs_an_experiment(page: Page) -> None:
     page.get_by_role("button", name="Run benchmark", exact=True).click()
     expect(page.locator("#bench-progress")).to_contain_text("done", timeout=LONG)
     expect(page.locator("#bench-verdicts")).to_contain_text("first visible character")
+    # what the server (and its GPUs: none here) did meanwhile
+    expect(page.locator("#bench-verdicts")).to_contain_text(
+        re.compile(r"The server during the timed trials: peak \d+ running.*no GPU telemetry"))
     expect(page.locator("#bench-table")).to_contain_text("fixed-64-stream")
     expect(page.locator("#bench-wait-plot .js-plotly-plot")).to_be_visible()
+    expect(page.locator("#bench-server .js-plotly-plot")).to_be_visible()
     expect(page.locator("#bench-files").get_by_role("cell", name="report.html")).to_be_visible()
 
 

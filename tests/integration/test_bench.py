@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from playground.lab.store import read_run
+from playground.server.gpu import NO_GPU
 
 pytestmark = pytest.mark.server
 
@@ -69,11 +70,18 @@ def test_bench_writes_consistent_files(vllm_server: str, tmp_path: Path) -> None
     run = read_run(runs[0])  # typed: every line loads
     assert len(run.requests) == 12 and run.background is not None
     # meta first, every request (warm-up included), the background-load summary, then the
-    # server's /metrics series over the timed trials (one sample at their start, at least)
+    # server's /metrics series over the timed trials (one sample at their start, at least),
+    # and the series' own line: on this machine, no GPU, and it says so
     n_samples = len(run.server)
-    assert kinds == ["meta"] + ["request"] * 12 + ["background"] + ["server-sample"] * n_samples
+    assert kinds == (["meta"] + ["request"] * 12 + ["background"]
+                     + ["server-sample"] * n_samples + ["server-series"])
     assert n_samples >= 1 and all(s.running >= 0 and s.kv_usage is not None
                                   for s in run.server)
+    assert run.series_info is not None and run.series_info.gpu_note == NO_GPU and not run.gpu
+    said = result["summary"]["server"]["text"]
+    assert said.startswith("peak ") and said.endswith(NO_GPU)
+    assert f"the server meanwhile: {said}" in out.stdout and said in html
+    assert "what the server was doing (bottom)" in html  # drawn on the requests' time axis
     # listed and comparable from the CLI
     listed = subprocess.run([sys.executable, "-m", "playground.cli", "runs", "list"],
                             capture_output=True, text=True, env=env, timeout=60)

@@ -14,6 +14,7 @@ from playground.errors import ValidationFailed
 from playground.lab.bench import run_experiment
 from playground.lab.store import read_run
 from playground.lab.summary import summarize_run
+from playground.outputs.board_view import BOARD_HEADERS, board_rows
 from playground.settings import REPO_ROOT, Settings
 from playground.specs.claims import load_claims
 from playground.specs.experiments import experiment_from_dict
@@ -70,6 +71,10 @@ async def test_a_claim_and_the_board_are_judged_end_to_end(tmp_path: Path) -> No
         result = ev.result or result
     assert result is not None and result.status == "done"
     assert result.verdict == "confirmed" and result.n_failed == 0
+    # the board says what the server's queue and KV cache reached while the claim ran
+    assert result.summary is not None and result.summary["server"]["peak_waiting"] == 2
+    row = board_rows({"claims": [result.as_dict()]})[0]
+    assert row[BOARD_HEADERS.index("ran on")].endswith("; server peak 2 waiting, KV cache 10%")
     board = {}
     async for ev in run_board(settings(tmp_path), [claims["streaming"], claims["eager"]], LIB,
                               api_checks=False, port=ScriptedPort()):

@@ -166,7 +166,7 @@ def test_a_local_model_directory_is_served_under_its_name_and_a_bad_path_is_name
 
 
 def test_a_server_sample_reads_the_gauges_and_counters_of_every_engine() -> None:
-    from playground.server.series import Series, ServerSample
+    from playground.server.series import Series, ServerSample, describe
 
     page = "\n".join([
         "# TYPE vllm:num_requests_running gauge",
@@ -182,8 +182,13 @@ def test_a_server_sample_reads_the_gauges_and_counters_of_every_engine() -> None
     assert (first.running, first.waiting, first.kv_usage) == (5.0, 7.0, 0.25)
     later = first.model_copy(update={"t": 12.0, "prefix_queries": 200.0, "prefix_hits": 90.0,
                                      "generation_tokens": 1500.0, "waiting": 1.0})
-    s = Series(samples=[first, later], gaps=2).summary()
+    s = Series(samples=[first, later], gaps=2, gpu_note="no GPU here").summary()
+    no_gpu = {"gpu_note": "no GPU here", "peak_gpu_util_pct": None,
+              "peak_gpu_mem_used_mib": None, "peak_gpu_power_w": None,
+              "peak_gpu_sm_clock_mhz": None}
     assert s == {"samples": 2, "gaps": 2, "peak_running": 5.0, "peak_waiting": 7.0,
                  "peak_kv_usage": 0.25, "prefix_hit_rate": 0.5, "preemptions": 0.0,
-                 "generation_tok_per_s": 250.0}
-    assert Series().summary() == {"samples": 0, "gaps": 0}
+                 "generation_tok_per_s": 250.0, **no_gpu}
+    assert describe(s) == ("peak 5 running and 7 waiting, KV cache 25% (2 samples, 2 failed "
+                           "scrapes); no GPU here")
+    assert Series().summary() == {"samples": 0, "gaps": 0, **no_gpu, "gpu_note": None}
