@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from playground.errors import ValidationFailed
-from playground.lab import monitor
+from playground.lab import imports, monitor, versus
 from playground.lab.bench import run_experiment
 from playground.lab.store import Run, RunStore, read_run
 from playground.lab.summary import summarize_run, write_outputs
@@ -156,11 +156,33 @@ def watch_runs(settings: Settings, *, p95_ms: float, kind: str = "bench",
 
 
 def compare_runs(settings: Settings, paths: list[Path]) -> int:
+    """Each run's report, then run A vs run B with calibrated verdicts (lab/versus)."""
     for p in paths:
         if not p.is_file():
             raise ValidationFailed("runs", f"no such run file {p}")
-    for p in paths:
+    runs = [read_run(p) for p in paths]
+    for p, run in zip(paths, runs, strict=True):
         print(f"== {p}")
-        print(report_text(read_run(p)))
+        print(report_text(run))
         print()
+    sides = [versus.Side(f"{ab}: {who(run)} ({p.name})", run)
+             for ab, p, run in zip("AB", paths, runs, strict=True)]
+    print("\n".join(versus.versus(*sides)))
+    return 0
+
+
+def who(run: Run) -> str:
+    """Which tool measured a run: ours, or the one it was imported from."""
+    return str((run.meta.model_extra or {}).get("tool") or "qwen-latency-lab")
+
+
+def import_run(settings: Settings, path: Path, label: str | None) -> int:
+    """Another tool's result -> a run file of ours (runs/imported/), listed and comparable."""
+    meta, records = imports.read_vllm_bench(path, label)
+    run_file = RunStore(settings.runs_dir).new_run("imported")
+    run_file.append(meta, *records)
+    failed = sum(r.error is not None for r in records)
+    print(f"imported {len(records)} requests ({failed} failed) from {meta.model_extra['tool']}"
+          f" -> {run_file.path}")
+    print(f"note: {meta.model_extra['notes']}")
     return 0

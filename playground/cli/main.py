@@ -49,9 +49,15 @@ def cmd_claims(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from playground.cli.bench import compare_runs, list_runs, watch_runs
+    from playground.cli.bench import compare_runs, import_run, list_runs, watch_runs
 
     settings = settings_of(args)
+    if args.action == "import":
+        if len(args.runs) != 1:
+            print("error: runs import needs one file (vllm bench serve's result JSON)",
+                  file=sys.stderr)
+            return 2
+        return import_run(settings, Path(args.runs[0]), args.label)
     if args.action == "list":
         return list_runs(settings, kind=args.kind, metric=args.metric, p95_ms=args.p95_ms)
     if args.action == "watch":
@@ -199,15 +205,19 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_claims)
 
     p = sub.add_parser("runs", help="list past runs with their p95 (flagged against "
-                       "--p95-ms), compare two, or watch the latest (exit 1 above the "
+                       "--p95-ms), compare two (ours or imported: calibrated verdicts), "
+                       "import another tool's result, or watch the latest (exit 1 above the "
                        "threshold: for CI or cron)")
-    p.add_argument("action", choices=["list", "compare", "watch"])
-    p.add_argument("runs", nargs="*", help="two run files for `compare`")
+    p.add_argument("action", choices=["list", "compare", "import", "watch"])
+    p.add_argument("runs", nargs="*", help="two run files for `compare`; for `import`, a "
+                   "`vllm bench serve --save-result --save-detailed` JSON file")
+    p.add_argument("--label", help="import: the name the imported run's requests get")
     p.add_argument("--p95-ms", type=float, help="alert threshold: a run whose p95 is above "
                    "it is flagged (list) or fails (watch)")
     p.add_argument("--metric", default="e2e_ms", help="which latency's p95 (default e2e_ms; "
                    "ttft_ms, ttfa_ms, visible_wait_ms, tpot_ms, first_chunk_ms)")
-    p.add_argument("--kind", default="bench", choices=["bench", "playground", "claims"],
+    p.add_argument("--kind", default="bench",
+                   choices=["bench", "playground", "claims", "imported"],
                    help="which runs (default bench)")
     p.set_defaults(func=cmd_runs)
 
