@@ -94,6 +94,10 @@ class Settings(BaseModel):
     # ... and those URLs may be private: loopback, private networks, link-local (cloud
     # metadata) -- refused by default, since the app sends from the operator's machine
     allow_private_urls: bool = False
+    # How often a benchmark or sweep samples the server's /metrics (and GPUs), in seconds;
+    # 0 = not at all; None = 0.25, or 2 where the server shares a small machine with us
+    # (server/series.interval_for says why)
+    series_interval_s: float | None = Field(default=None, ge=0)
     # benchmarks/ui_fidelity only: stamp every live message with its send time and log each
     # one's arrival in the page (window.qllFeedLog); off in normal use
     ui_instrument: bool = False
@@ -174,7 +178,8 @@ class Settings(BaseModel):
 FLAGS = {"base_url": "--base-url / PLAYGROUND_BASE_URL", "timeout_s": "--timeout / "
          "PLAYGROUND_TIMEOUT_S", "api_key": "--api-key / PLAYGROUND_API_KEY",
          "model": "--model / PLAYGROUND_MODEL",
-         "trusted_proxies": "--trusted-proxy / PLAYGROUND_TRUSTED_PROXIES"}
+         "trusted_proxies": "--trusted-proxy / PLAYGROUND_TRUSTED_PROXIES",
+         "series_interval_s": "--series-interval / PLAYGROUND_SERIES_INTERVAL_S"}
 
 
 def check_base_url(url: str) -> str:

@@ -89,7 +89,7 @@ class ScriptedPort:
     async def floor_ms(self, settings: Settings, base_url: str, api_key: str) -> float:
         return 0.5
 
-    def sampler(self, base_url: str) -> ScriptedSampler:
+    def sampler(self, base_url: str, interval_s: float) -> ScriptedSampler:
         return ScriptedSampler()
 
 

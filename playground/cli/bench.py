@@ -11,7 +11,7 @@ from playground.lab import imports, monitor, versus
 from playground.lab.bench import run_experiment
 from playground.lab.store import Run, RunStore, read_run
 from playground.lab.summary import summarize_run, write_outputs
-from playground.outputs.fmt import DEMO_NOTICE
+from playground.outputs.fmt import DEMO_NOTICE, at_once_text
 from playground.outputs.tables import (
     GRID_HEADERS,
     SUMMARY_HEADERS,
@@ -101,6 +101,7 @@ def report_text(run: Run, *, ttft_slo_ms: float | None = None,
     summary = summarize_run(run, ttft_slo_ms=ttft_slo_ms, e2e_slo_ms=e2e_slo_ms)
     lines = [text_table(as_dicts(SUMMARY_HEADERS, summary_rows(summary)), SUMMARY_HEADERS), ""]
     lines += [f"- {c['verdict']}" for c in summary["comparisons"]]
+    lines += [f"WARNING {w}" for w in at_once_text(summary)]
     heads = [*WHY_HEADERS]
     heads[4] = f"goodput ({objectives(summary['slo'])})"
     lines += ["", "TTFT by definition (p50 ms), goodput and the physical floor"

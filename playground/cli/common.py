@@ -17,6 +17,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
                              api_key=getattr(args, "api_key", None),
                              model=getattr(args, "model", None),
                              timeout_s=getattr(args, "timeout", None),
+                             series_interval_s=getattr(args, "series_interval", None),
                              trusted_proxies=",".join(proxies) if proxies else None)
 
 

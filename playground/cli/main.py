@@ -72,6 +72,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return compare_runs(settings, [Path(r) for r in args.runs])
 
 
+def _series_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--series-interval", type=float, help="sample the server's /metrics (and "
+                   "GPUs) every S seconds, 0 = not at all (default 0.25; 2 when the server "
+                   "shares a machine of <= 4 cores: faster sampling there delays its streams)")
+
+
 def _connection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-url", help="OpenAI-compatible base URL (default "
                    "http://127.0.0.1:8000/v1, env PLAYGROUND_BASE_URL)")
@@ -164,11 +170,13 @@ def parser() -> argparse.ArgumentParser:
                    "serve when the server's Python has vLLM)")
     p.add_argument("--workers", type=int, help="reader processes for the timed trials "
                    "(default: one per 32 streams, at most half the cores)")
+    _series_arg(p)
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("sweep", help="a concurrency sweep of one fixed-length workload: the "
                        "load path while it holds here, vllm bench serve past that")
     _connection_args(p)
+    _series_arg(p)
     p.add_argument("--concurrency", default="1,8,32,128", help="comma-separated levels")
     p.add_argument("--engine", choices=["auto", "playground", "vllm-bench"], default="auto",
                    help="auto: the load path up to 32 streams per reader process on half the "

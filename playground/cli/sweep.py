@@ -15,7 +15,7 @@ from playground.lab.arrivals import parse_rates
 from playground.lab.engine import available
 from playground.server.http import server_info
 from playground.server.machine import describe
-from playground.server.series import Sampler, Series
+from playground.server.series import Sampler, Series, interval_for
 from playground.settings import Settings
 
 
@@ -59,6 +59,7 @@ def run_sweep(settings: Settings, levels_text: str, out: Path, *, engine: str = 
     # warm-up: a few requests through the load path, outside every timed level
     sweep.ours(settings.base_url, key, model, sweep.prompts("warm", 4), output_len, 2)
     (out / "server-series.jsonl").unlink(missing_ok=True)
+    every = interval_for(settings.base_url, settings.series_interval_s)
     writer = sweep.RowWriter(out / "sweep-requests.csv")
     try:
         for c in levels:
@@ -66,7 +67,7 @@ def run_sweep(settings: Settings, levels_text: str, out: Path, *, engine: str = 
             tool = sweep.choose(engine, c, has_vllm)  # type: ignore[arg-type]
             texts = sweep.prompts(f"sweep c{c}", n)
             workers = None
-            with Sampler(settings.base_url) as sampler:  # what the server was doing
+            with Sampler(settings.base_url, every) as sampler:  # what the server was doing
                 if tool == "playground":
                     rows, wall, workers = sweep.ours(settings.base_url, key, model, texts,
                                                      output_len, c)
@@ -135,11 +136,12 @@ def run_rate_sweep(settings: Settings, rates_text: str, out: Path, *, arrival: s
         "levels": [], "stopped": ""}
     sweep.ours(settings.base_url, key, model, sweep.prompts("warm", 4), output_len, 2)
     (out / "server-series.jsonl").unlink(missing_ok=True)
+    every = interval_for(settings.base_url, settings.series_interval_s)
     writer = sweep.RowWriter(out / "sweep-requests.csv")
     try:
         for rate in rates:
             texts = sweep.prompts(f"sweep rate {rate.per_s:g}", num_prompts)
-            with Sampler(settings.base_url) as sampler:
+            with Sampler(settings.base_url, every) as sampler:
                 rows, wall = sweep.ours_at(settings.base_url, key, model, texts, output_len,
                                            rate, seed=seed, max_concurrency=max_concurrency)
             writer.write(max_concurrency or 0, 0, "playground", rows, rate=rate.per_s)

@@ -46,7 +46,7 @@ class Port(Protocol):
     async def floor_ms(self, settings: Settings, base_url: str, api_key: str
                        ) -> float | None: ...
 
-    def sampler(self, base_url: str) -> Sampler: ...
+    def sampler(self, base_url: str, interval_s: float) -> Sampler: ...
 
 
 class Live:
@@ -71,9 +71,9 @@ class Live:
                        ) -> float | None:
         return await asyncio.to_thread(server_floor, settings, base_url, api_key)
 
-    def sampler(self, base_url: str) -> Sampler:
-        """What the server does during a run: its /metrics every 250 ms (not started)."""
-        return Sampler(base_url)
+    def sampler(self, base_url: str, interval_s: float) -> Sampler:
+        """What the server does during a run: its /metrics every `interval_s` (not started)."""
+        return Sampler(base_url, interval_s)
 
 
 class Remembering(Live):

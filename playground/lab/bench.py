@@ -29,6 +29,7 @@ from playground.server.embedded import has_gpu_vllm, preset_config
 from playground.server.environment import environment
 from playground.server.managed import ManagedServer, free_port
 from playground.server.presets import load_server_presets
+from playground.server.series import interval_for
 from playground.settings import Settings
 from playground.specs.experiments import Experiment, load_dataset
 
@@ -179,7 +180,8 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
         # the server's /metrics sampled beside them (stored as server-sample lines)
         await run_many(pool, recs[:n_warm], concurrency=1, timeout_s=settings.timeout_s,
                        on_done=on_done)
-        sampler = port.sampler(target.base_url).start()
+        sampler = port.sampler(target.base_url, interval_for(
+            target.base_url, settings.series_interval_s)).start()
         try:
             await load.start()
             await run_load(recs[n_warm:], concurrency=exp.concurrency, client=client,

@@ -115,7 +115,8 @@ class Run:
         if self.series_info is None and not self.server:
             return None
         info = self.series_info or SeriesInfo()
-        return Series(samples=self.server, gpu=self.gpu, gaps=info.gaps, gpu_note=info.gpu_note)
+        return Series(samples=self.server, gpu=self.gpu, gaps=info.gaps, gpu_note=info.gpu_note,
+                      interval_s=info.interval_s)
 
     @property
     def timed(self) -> list[RequestRecord]:

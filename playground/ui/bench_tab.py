@@ -14,7 +14,7 @@ from playground.lab import monitor
 from playground.lab.bench import run_experiment
 from playground.lab.store import Run, RunStore, read_run
 from playground.lab.summary import summarize_run, write_outputs
-from playground.outputs.fmt import DEMO_NOTICE, md_text
+from playground.outputs.fmt import DEMO_NOTICE, at_once_text, md_text
 from playground.outputs.monitor_svg import p95_chart
 from playground.outputs.report_figures import (
     accuracy_plot,
@@ -72,6 +72,7 @@ def _views(run: Run, wait: str = "visible_wait_ms", ttft_slo: float | None = Non
     timed = run.timed
     verdicts = "\n".join(f"- {md_text(c['verdict'])}" for c in summary["comparisons"]) \
         or "_no data_"
+    verdicts += "".join(f"\n\n⚠️ {md_text(w)}" for w in at_once_text(summary))
     if run.meta.demo_model:
         verdicts += f"\n\n⚠️ {DEMO_NOTICE}"
     bg = run.background

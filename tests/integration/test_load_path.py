@@ -331,7 +331,7 @@ def test_a_failed_scrape_is_a_gap_in_the_series_not_a_failed_sweep(vllm_server: 
         run = subprocess.run(
             [sys.executable, "-m", "playground.cli", "sweep", "--base-url",
              flaky.url("flaky-metrics"), "--rate", "4", "--num-prompts", "6", "--output-len",
-             "4", "--out", str(tmp_path / "o")],
+             "4", "--out", str(tmp_path / "o"), "--series-interval", "0.25"],  # 4 ticks/s
             capture_output=True, text=True, timeout=600, env=env)
     finally:
         flaky.stop()

@@ -171,3 +171,20 @@ def test_one_prompt_limit_for_the_cli_and_the_ui() -> None:
         assert [b.max_length for b in boxes] == [preflight.MAX_PROMPT_CHARS]
     finally:
         ctx.measure.stop()
+
+
+def test_streamed_replies_that_arrived_at_once_are_counted_and_said() -> None:
+    """A reply whose first token came with its last (TTFT = E2E: the server did not stream)
+    is counted per variant, and every view warns; a streamed reply that arrived token by token,
+    a short one and a non-streamed one are not counted."""
+    from playground.outputs.fmt import at_once_text
+
+    streamed = [make_record("a", 270, 7, tokens=64, trial=0),  # 7 ms, then 263 ms of tokens
+                make_record("a", 270, 268, tokens=64, trial=1),  # all 64 within 2 ms
+                make_record("a", 20, 19.5, tokens=4, trial=2),  # too short to tell
+                make_record("b", 270, trial=3)]  # not streamed
+    summary = summarize_run(Run(requests=streamed))
+    assert summary["variants"]["a"]["at_once"] == 1 and summary["variants"]["b"]["at_once"] == 0
+    (warning,) = at_once_text(summary)
+    assert warning.startswith("a: 1 of 3 streamed replies arrived at once")
+    assert warning.endswith("their TTFT is their E2E")

@@ -158,3 +158,20 @@ def test_the_series_is_drawn_on_the_requests_time_axis() -> None:
     assert lines["waiting (server)"]["y"] == [0, 40]
     assert lines["KV cache used %"]["y"] == [50, 50] and lines["GPU 0 utilisation %"]["y"] == [93]
     assert series_figure(Series(), reqs) is None and series_figure(None, reqs) is None
+
+
+def test_the_interval_follows_the_setting_or_the_machine(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    from playground.server import series
+    from playground.server.series import interval_for
+
+    assert interval_for("http://127.0.0.1:8000/v1", 0.5) == 0.5  # the setting wins
+    monkeypatch.setattr(series.os, "cpu_count", lambda: 2)
+    assert interval_for("http://127.0.0.1:8000/v1", None) == 2.0  # a small shared machine
+    assert interval_for("http://gpu-box:8000/v1", None) == 0.25  # the server is elsewhere
+    monkeypatch.setattr(series.os, "cpu_count", lambda: 16)
+    assert interval_for("http://localhost:8000/v1", None) == 0.25
+    off = Sampler("http://127.0.0.1:9/v1", interval_s=0).start()
+    series_off = off.stop()
+    assert not off._thread.is_alive() and series_off.gaps == 0 and not series_off.samples
+    assert describe(series_off.summary()) == "not sampled (series interval 0)"
