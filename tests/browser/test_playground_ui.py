@@ -250,7 +250,6 @@ def test_benchmark_tab_runs_an_experiment(page: Page) -> None:
         re.compile(r"The server during the timed trials: peak \d+ running.*no GPU telemetry"))
     expect(page.locator("#bench-table")).to_contain_text("fixed-64-stream")
     expect(page.locator("#bench-wait-plot .js-plotly-plot")).to_be_visible()
-    expect(page.locator("#bench-server .js-plotly-plot")).to_be_visible()
     expect(page.locator("#bench-files").get_by_role("cell", name="report.html")).to_be_visible()
 
 
