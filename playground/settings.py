@@ -64,6 +64,9 @@ class Settings(BaseModel):
     connect_timeout_s: float = Field(default=5.0, gt=0)
     # Gap allowed between two stream chunks before the request counts as stalled.
     read_timeout_s: float = Field(default=60.0, gt=0)
+    # A Playground run that no page follows, or a /compare call whose results no stream reads,
+    # for this long is stopped (its visitor left): the server and the run slot are freed.
+    gone_after_s: float = Field(default=20.0, gt=0)
     presets_dir: Path = Field(default_factory=shipped_presets)
     user_presets_dir: Path = Field(default_factory=lambda: data_home() / "user_presets")
     cache_dir: Path = Field(default_factory=cache_home)

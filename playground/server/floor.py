@@ -140,18 +140,17 @@ def server_floor(settings: Any, base_url: str, api_key: str) -> float | None:
     """ms per decode step for the model at `base_url`, on the accelerator it runs on:
     PLAYGROUND_ACCELERATOR (a GPU name) when set, else this machine's GPU or CPU when the
     server is local; None when the accelerator cannot be known (a remote server)."""
-    from urllib.parse import urlparse
 
     from playground.errors import PlaygroundError
     from playground.server import machine
-    from playground.server.http import server_info
+    from playground.server.http import on_this_machine, server_info
 
     try:
         info = server_info(base_url, api_key)
     except PlaygroundError:
         return None
     root = info.models[0].root if info.models else None
-    local = urlparse(base_url).hostname in ("127.0.0.1", "localhost", "::1")
+    local = on_this_machine(base_url)
     names = [settings.accelerator] if settings.accelerator else (
         [g["name"] for g in machine.gpus()] if local else None)
     if names is None:

@@ -86,9 +86,22 @@ def _sample(nvml: Any, i: int, h: Any, t: float) -> GpuSample:
     return GpuSample(
         t=t, gpu=i,
         util_pct=get(lambda: nvml.nvmlDeviceGetUtilizationRates(h).gpu),
-        mem_used_mib=get(lambda: nvml.nvmlDeviceGetMemoryInfo(h).used / MIB),
+        mem_used_mib=get(lambda: _mem_used(nvml, h) / MIB),
         power_w=get(lambda: nvml.nvmlDeviceGetPowerUsage(h) / 1000),  # NVML: milliwatts
         sm_clock_mhz=get(lambda: nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)))
+
+
+def _mem_used(nvml: Any, h: Any) -> int:
+    """Memory in use as nvidia-smi counts it: NVML's v2 query, whose `used` leaves out what the
+    driver reserves for itself (the v1 query counts that as used: ~480 MiB on an idle H100 that
+    nvidia-smi showed at 0). Older drivers or bindings without v2 get v1."""
+    version = getattr(nvml, "nvmlMemory_v2", None)
+    if version is not None:
+        try:
+            return int(nvml.nvmlDeviceGetMemoryInfo(h, version=version).used)
+        except (nvml.NVMLError, TypeError):  # a driver without the v2 query
+            pass
+    return int(nvml.nvmlDeviceGetMemoryInfo(h).used)
 
 
 def peaks(samples: list[GpuSample]) -> dict[str, float | None]:

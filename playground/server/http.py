@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 
@@ -68,6 +69,11 @@ def server_root(base_url: str) -> str:
     """http://host:port from an OpenAI base URL (.../v1)."""
     url = base_url.rstrip("/")
     return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+def on_this_machine(base_url: str) -> bool:
+    """The server is reached over loopback: it shares this machine (its GPUs, its cores)."""
+    return urlsplit(base_url).hostname in ("127.0.0.1", "localhost", "::1")
 
 
 @cache

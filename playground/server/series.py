@@ -19,7 +19,6 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
@@ -39,7 +38,7 @@ def interval_for(base_url: str, setting: float | None) -> float:
     docs/load.md), as any periodic work beside the server did."""
     if setting is not None:
         return setting
-    local = urlsplit(base_url).hostname in ("127.0.0.1", "localhost", "::1")
+    local = http.on_this_machine(base_url)
     return SMALL_BOX_INTERVAL_S if local and (os.cpu_count() or 1) <= SMALL_BOX_CORES \
         else INTERVAL_S
 MAX_SAMPLES = 100_000  # about 7 hours at the default interval: older samples are dropped

@@ -4,7 +4,7 @@ preset names.
 A call is bounded like the page's Run: the visitor's and the app's run slots are taken before
 any work is done, and given back when the call ends. It runs on the measuring loop like every
 run, and is stopped when no one reads its results (ui/readers: no open result stream for
-GRACE_S); what it measured until then is stored and returned, marked cancelled.
+Settings.gone_after_s); what it measured until then is stored and returned, marked cancelled.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from playground.errors import PlaygroundError
 from playground.ui.columns import MAX_COLUMNS
 from playground.ui.context import UIContext, owner_of
 from playground.ui.live import submit, until_done
-from playground.ui.readers import GRACE_S, job_keys
+from playground.ui.readers import job_keys
 
 
 def register(ctx: UIContext) -> None:
@@ -56,9 +56,9 @@ def register(ctx: UIContext) -> None:
             run = submit(ctx.measure, run_to_end(ctx.pool(key), recs, mode="concurrent",
                                                  timeout_s=s.timeout_s))
             log.stop = run.stop  # the app's shutdown stops it too
-            # stopped when no one reads the results (GRACE_S without an open result stream)
+            # stopped when no one reads the results (gone_after_s without an open result stream)
             await until_done(run, recs, log.store, abandoned=lambda: ctx.readers.unread_s(
-                keys, started) > GRACE_S)
+                keys, started) > s.gone_after_s)
         except PlaygroundError as e:
             raise gr.Error(str(e)) from None
         finally:

@@ -145,7 +145,8 @@ class UIContext:
         return cls(settings, library, banner=banner, server_note=server_note,
                    replay_only=replay_only, examples=examples, shared=shared,
                    feeds=Feeds(instrument=settings.ui_instrument,
-                               address=lambda r: visitor_of(r, settings.proxies())))
+                               address=lambda r: visitor_of(r, settings.proxies()),
+                               gone_after_s=settings.gone_after_s))
 
     def routes(self) -> list[Any]:
         """The app's own routes: each page's live channel, the stage's Run and Stop (and, in

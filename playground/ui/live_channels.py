@@ -18,7 +18,7 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from playground.ui import ids
-from playground.ui.live_feed import TOKEN_RE, Feed, stream
+from playground.ui.live_feed import ORPHAN_S, TOKEN_RE, Feed, stream
 from playground.ui.login import logged_in
 
 MAX_FEEDS = 256  # pages followed at once; past it a new page waits for one to close
@@ -51,9 +51,10 @@ class Feeds:
     refused (it sees its runs when they end), and one address holds at most PER_ADDRESS
     streams (`address`: whose they are -- the app's visitor rule, trusted proxies included)."""
 
-    def __init__(self, instrument: bool = False,
-                 address: Callable[[Request], str] = _peer) -> None:
+    def __init__(self, instrument: bool = False, address: Callable[[Request], str] = _peer,
+                 gone_after_s: float = ORPHAN_S) -> None:
         self._channels: dict[str, Channel] = {}
+        self.gone_after_s = gone_after_s  # a run no page follows this long is stopped
         self.instrument = instrument  # stamp messages for benchmarks/ui_fidelity (Settings)
         self.address = address
         self.streams: dict[str, int] = {}  # open live streams by address
@@ -87,7 +88,7 @@ class Feeds:
         """A feed for the run a page (`token`, from FOLLOW_JS) is starting. A malformed token
         (or a full table) gets a feed nobody follows: that page then sees the run when it
         ends, not live."""
-        feed = Feed()
+        feed = Feed(grace_s=self.gone_after_s)
         ch = self._channel(token) if TOKEN_RE.fullmatch(token or "") else None
         if ch is not None:
             if ch.feed is not None:

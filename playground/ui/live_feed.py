@@ -37,7 +37,7 @@ FRAME_S = 0.03
 POLL_S = 0.004
 HEARTBEAT_S = 0.25  # status lines (elapsed time), the headline and the live timeline
 WAIT_S = 30.0  # the page connects at the click, before the run is registered and prepared
-ORPHAN_S = 20.0  # a run no page has followed this long is stopped (the visitor left)
+ORPHAN_S = 20.0  # a run no page has followed this long is stopped (Settings.gone_after_s)
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{16,64}")
 
 
@@ -79,13 +79,16 @@ class Feed:
     handover: bool = False  # a stage Run: its end asks the page to fetch the results
     replay: str = ""  # a replay's label ("replay of <recording> (<machine>, <date>)"); "" live
     titles: dict[int, str] = field(default_factory=dict)  # column -> what it ran (a step)
+    grace_s: float = ORPHAN_S  # no page for this long: the visitor left
 
     def finish(self) -> None:
         self.done = True
 
-    def abandoned(self, grace_s: float = ORPHAN_S) -> bool:
-        """No page has followed this run for `grace_s`: its visitor left (or never had a page:
-        a script driving the UI's events); the run is stopped, its slot freed."""
+    def abandoned(self, grace_s: float | None = None) -> bool:
+        """No page has followed this run for `grace_s` (default: the feed's): its visitor left
+        (or never had a page: a script driving the UI's events); the run is stopped, its slot
+        freed."""
+        grace_s = self.grace_s if grace_s is None else grace_s
         now = time.monotonic()
         ch = self.channel
         if ch is None:

@@ -10,7 +10,8 @@ keep the operator's server busy for nothing.
   hash, and hands each POSTed job a `Ticket` that learns the job's event id from Gradio's
   answer (the job itself only sees its session hash).
 - `Readers.unread_s(...)` says how long a job has had no open stream; the job stops after
-  `GRACE_S` without one (from its start, or from the moment its last reader went away).
+  `Settings.gone_after_s` without one (from its start, or from the moment its last reader
+  went away).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
-GRACE_S = 15.0  # a job with no open result stream for this long is stopped
 MAX_KEYS = 4096  # closed streams remembered (least recently closed forgotten first)
 TICKET = "reader_ticket"  # where a POSTed job's ticket sits in the request's state
 

@@ -127,7 +127,8 @@ def test_compare_caps_the_number_of_variants(app_url: str, observed) -> None:
 
 
 @pytest.mark.reliability(case="/compare called over HTTP and never read", where="the job is "
-                         "stopped once no result stream has been open for 15 s, its run slot "
+                         "stopped once no result stream has been open for the app's "
+                         "PLAYGROUND_GONE_AFTER_S (20 s by default, 6 s here), its run slot "
                          "given back; a job that is read runs to its end beside it; what the "
                          "stopped job measured is stored and can still be read, marked "
                          "cancelled", order=47)
@@ -147,7 +148,7 @@ def test_compare_jobs_no_one_reads_are_stopped(vllm_server: str, tmp_path,  # ty
 
     proxy = FaultProxy(vllm_server).start()
     env = {"PLAYGROUND_BASE_URL": proxy.url("hold-sse"), "PLAYGROUND_WARMUP": "off",
-           "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
+           "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs"), "PLAYGROUND_GONE_AFTER_S": "6"}
 
     def wait(cond, what: str, timeout_s: float = 120) -> None:  # type: ignore[no-untyped-def]
         deadline = time.monotonic() + timeout_s

@@ -29,10 +29,17 @@ class NVMLError(Exception):
     pass
 
 
-def scripted_nvml(n: int = 2, init_fails: bool = False) -> types.ModuleType:
+RESERVED = 480 * 1024 * 1024  # what the driver keeps for itself (an idle H100 read so in v1)
+
+
+def scripted_nvml(n: int = 2, init_fails: bool = False, v2: bool = True) -> types.ModuleType:
+    """pynvml's surface as the telemetry uses it. Memory: NVML's v1 query counts the driver's
+    reservation as used, the v2 query (`version=nvmlMemory_v2`) does not -- nvidia-smi's
+    figure; `v2=False` is a driver without the v2 query."""
     m = types.ModuleType("scripted_nvml")
     m.NVMLError = NVMLError  # type: ignore[attr-defined]
     m.NVML_CLOCK_SM = 1  # type: ignore[attr-defined]
+    m.nvmlMemory_v2 = 0x02000028  # type: ignore[attr-defined]
     m.calls = []  # type: ignore[attr-defined]
 
     def init() -> None:
@@ -55,8 +62,16 @@ def scripted_nvml(n: int = 2, init_fails: bool = False) -> types.ModuleType:
     m.nvmlDeviceGetHandleByIndex = lambda i: i  # type: ignore[attr-defined]
     m.nvmlDeviceGetUtilizationRates = (  # type: ignore[attr-defined]
         lambda h: types.SimpleNamespace(gpu=87 - 40 * h, memory=10))
-    m.nvmlDeviceGetMemoryInfo = (  # type: ignore[attr-defined]
-        lambda h: types.SimpleNamespace(used=(h + 1) * 1536 * 1024 * 1024, total=1 << 37))
+    def memory(h: int, version: int | None = None) -> types.SimpleNamespace:
+        used = (h + 1) * 1536 * 1024 * 1024
+        if version is None:
+            return types.SimpleNamespace(used=used + RESERVED, total=1 << 37)
+        if not v2:
+            raise NVMLError("Function Not Found")
+        assert version == m.nvmlMemory_v2  # type: ignore[attr-defined]
+        return types.SimpleNamespace(used=used, reserved=RESERVED, total=1 << 37)
+
+    m.nvmlDeviceGetMemoryInfo = memory  # type: ignore[attr-defined]
     m.nvmlDeviceGetPowerUsage = power  # type: ignore[attr-defined]
     m.nvmlDeviceGetClockInfo = clock  # type: ignore[attr-defined]
     return m
@@ -81,6 +96,17 @@ def test_each_gpu_is_read_in_its_units_and_a_missing_field_is_none(nvml: Any) ->
     assert second.util_pct == 47 and second.mem_used_mib == 3072 and second.power_w is None
     g.close()
     assert nvml.calls == ["init", "shutdown"] and g.read(6.0) == []
+
+
+def test_memory_used_is_nvidia_smis_figure_and_v1_where_v2_is_missing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """v2's `used` leaves out the driver's reservation (an idle H100: 0 MiB in nvidia-smi,
+    480 MiB in v1); a driver without v2 gives v1's figure rather than nothing."""
+    for v2, first in ((True, 1536), (False, 1536 + 480)):
+        monkeypatch.setitem(sys.modules, "scripted_nvml", scripted_nvml(v2=v2))
+        g = Gpus.open("scripted_nvml")
+        assert g.read(1.0)[0].mem_used_mib == first
+        g.close()
 
 
 def test_no_gpu_is_said_not_guessed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -415,6 +415,15 @@ def test_a_run_no_page_follows_is_abandoned_after_the_grace() -> None:
     assert not followed.abandoned(grace_s=20)  # the page reconnects within the grace
     ch.left = now - 25
     assert followed.abandoned(grace_s=20)  # gone
+    # the grace is the app's setting (PLAYGROUND_GONE_AFTER_S), handed to every run's feed
+    from playground.settings import Settings
+    from playground.ui.context import UIContext
+
+    feeds = UIContext.create(Settings.from_env({"PLAYGROUND_GONE_AFTER_S": "3"})).feeds
+    short = feeds.open("not a token")
+    assert short.grace_s == 3 and Feed().grace_s == 20
+    short.opened = now - 5
+    assert short.abandoned() and not Feed(opened=now - 5).abandoned()
 
 
 def test_the_headline_counts_what_the_page_shows_and_never_compares_with_no_answer() -> None:
