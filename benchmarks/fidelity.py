@@ -40,6 +40,7 @@ from playground.lab.sweep import METRICS, RowWriter, fixed_variant, ours
 from playground.server import demo_model
 from playground.server.http import server_info
 from playground.server.managed import ManagedServer, cpu_demo_config
+from playground.server.series import Sampler
 from playground.settings import REPO_ROOT
 
 ADDRESS = "长沙市岳麓区桃花岭路189号润丰园B座1202室 | 电话021-17613435 | 联系人江雨桐"
@@ -89,6 +90,9 @@ def main() -> int:
     ap.add_argument("--workers", type=int, help="load-path reader processes (default: auto)")
     ap.add_argument("--tools", default=",".join(TOOLS))
     ap.add_argument("--out", help="folder for fidelity.json and fidelity-requests.csv")
+    ap.add_argument("--series-interval", type=float, default=0.25,
+                    help="seconds between two samples of the server's /metrics (and each "
+                    "GPU) during each level, kept as series-c{N}.jsonl; 0 = off")
     a = ap.parse_args()
     levels = [int(c) for c in a.concurrency.split(",")]
     tools = [t for t in a.tools.split(",") if t]
@@ -132,6 +136,7 @@ def main() -> int:
             workers = a.workers or auto_workers(c)
             here = [t for t in tools if t != "openai-sdk" or c <= a.sdk_up_to]
             blocks: dict[str, list[Block]] = {t: [] for t in here}
+            sampler = Sampler(base_url, interval_s=a.series_interval).start()
             for blk in range(a.blocks):
                 k = blk % len(here)
                 for tool in here[k:] + here[:k]:  # rotate: no tool always goes first
@@ -149,8 +154,15 @@ def main() -> int:
             # block i of every reader ran back to back: each number is judged on the pairs
             # of blocks, with a 95% interval (lab/fidelity, lab/paired); vllm bench's own
             # block-to-block spread is reported beside it
+            series = sampler.stop()
             lv = level(c, blocks, n_per_block=n, load_path_workers=workers)
             result["levels"].append(lv)
+            # what the server (and each GPU) did meanwhile: beside the levels, not in them
+            # (load_report recomputes the levels from the rows)
+            result.setdefault("server", {})[str(c)] = series.summary()
+            if out:
+                (out / f"series-c{c}.jsonl").write_text(
+                    "".join(x.model_dump_json() + "\n" for x in series.lines()), "utf-8")
             _print_level(lv, here)
             if out:
                 (out / "fidelity.json").write_text(json.dumps(result, indent=1), "utf-8")

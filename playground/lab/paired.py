@@ -108,6 +108,9 @@ def pairs_needed(reference: Sequence[float | None], reader: Sequence[float | Non
     return max(least_pairs(), math.ceil((2.0 * sd / margin) ** 2))
 
 
+MANY = 1000  # past this many pairs, "~N pairs" is no plan anyone runs: said as "more than"
+
+
 def judge(p: PairedRatio, tolerance: float, *, one_sided: bool = False,
           needed: int | None = None) -> str:
     """One of "within N%", "outside N%" or "not resolved at this n (...)"."""
@@ -123,8 +126,9 @@ def judge(p: PairedRatio, tolerance: float, *, one_sided: bool = False,
             return f"outside {pct}"
     why = (f"{p.n_pairs} pairs of blocks: no interval below {least_pairs()}" if p.ci is None
            else f"interval {p.ci[0]:.2f}-{p.ci[1]:.2f} over {p.n_pairs} pairs of blocks")
-    more = (f"; ~{needed} pairs would resolve it at this spread" if needed
-            else "; the ratio sits on the edge: no n resolves it")
+    more = (f"; ~{needed} pairs would resolve it at this spread" if needed and needed <= MANY
+            else f"; more than {MANY:,} pairs at this spread: the ratio sits near the edge"
+            if needed else "; the ratio sits on the edge: no n resolves it")
     return f"not resolved at this n ({why}{more})"
 
 

