@@ -346,11 +346,14 @@ def plot(levels: list[dict[str, Any]], sw: list[dict[str, Any]], out: Path) -> P
                [lv[t] for lv in levels if t in lv]) for t in tools]
     if sw:
         series.append(("playground sweep (64 tokens)", [s["concurrency"] for s in sw], sw))
-    for name, xs, summaries in series:
+    colors = ("#636efa", "#00cc96", "#ef553b", "#ab63fa")  # one per reader, in both panels
+    for i, (name, xs, summaries) in enumerate(series):
+        color = colors[i % len(colors)]
         for col, key in ((1, "ttft_p50_ms"), (2, "tpot_p50_ms")):
             fig.add_trace(go.Scatter(x=xs, y=[s[key] for s in summaries], name=name,
                                      mode="lines+markers", legendgroup=name,
-                                     showlegend=col == 1), row=1, col=col)
+                                     line={"color": color}, showlegend=col == 1),
+                          row=1, col=col)
     fig.update_xaxes(type="log", title="concurrency")
     fig.update_yaxes(type="log")
     fig.update_layout(width=1100, height=450, margin={"l": 50, "r": 20, "t": 40, "b": 50})
