@@ -126,9 +126,12 @@ def judge(p: PairedRatio, tolerance: float, *, one_sided: bool = False,
             return f"outside {pct}"
     why = (f"{p.n_pairs} pairs of blocks: no interval below {least_pairs()}" if p.ci is None
            else f"interval {p.ci[0]:.2f}-{p.ci[1]:.2f} over {p.n_pairs} pairs of blocks")
-    more = (f"; ~{needed} pairs would resolve it at this spread" if needed and needed <= MANY
-            else f"; more than {MANY:,} pairs at this spread: the ratio sits near the edge"
-            if needed else "; the ratio sits on the edge: no n resolves it")
+    if not needed:
+        more = "; the ratio sits on the edge: no n resolves it"
+    elif needed > MANY:
+        more = f"; more than {MANY:,} pairs at this spread: the ratio sits near the edge"
+    else:
+        more = f"; ~{needed} pairs would resolve it at this spread"
     return f"not resolved at this n ({why}{more})"
 
 

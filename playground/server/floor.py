@@ -140,7 +140,6 @@ def server_floor(settings: Any, base_url: str, api_key: str) -> float | None:
     """ms per decode step for the model at `base_url`, on the accelerator it runs on:
     PLAYGROUND_ACCELERATOR (a GPU name) when set, else this machine's GPU or CPU when the
     server is local; None when the accelerator cannot be known (a remote server)."""
-
     from playground.errors import PlaygroundError
     from playground.server import machine
     from playground.server.http import on_this_machine, server_info
