@@ -145,9 +145,10 @@ def main() -> int:
                         got, wall = run_vllm_bench(base_url, model, tokenizer, texts,
                                                    a.output_len, c)
                     else:
-                        got, wall, _ = ours(base_url, "EMPTY", model, texts, a.output_len, c,
-                                            client="raw" if tool == "load-path" else "openai",
-                                            workers=workers if tool == "load-path" else 1)
+                        got, res = ours(base_url, "EMPTY", model, texts, a.output_len, c,
+                                        client="raw" if tool == "load-path" else "openai",
+                                        workers=workers if tool == "load-path" else 1)
+                        wall = res.wall_s
                     blocks[tool].append((got, wall))
                     if writer:
                         writer.write(c, blk, tool, got)

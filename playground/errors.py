@@ -19,7 +19,7 @@ class PlaygroundError(Exception):
 
     def __reduce__(self) -> tuple[object, ...]:
         # Subclasses take other constructor arguments: rebuild from the state, so an error
-        # crosses a process boundary intact (the load path's worker processes, lab/load).
+        # crosses a process boundary intact (the load path's Ray readers, lab/ray_readers).
         return (_rebuild, (type(self), self.args, self.__dict__))
 
 

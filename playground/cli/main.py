@@ -7,6 +7,7 @@ stderr naming the URL or field and the fix).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,9 +18,16 @@ from playground.cli.serve import cmd_demo_model, cmd_serve, cmd_ui
 from playground.errors import PlaygroundError
 
 
+def _ray(args: argparse.Namespace) -> None:
+    """--ray-address: the reader actors join that Ray cluster (Ray reads RAY_ADDRESS)."""
+    if getattr(args, "ray_address", None):
+        os.environ["RAY_ADDRESS"] = args.ray_address
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from playground.cli.bench import run_bench
 
+    _ray(args)
     return run_bench(settings_of(args), Path(args.experiment), out_folder(args.out),
                      ttft_slo_ms=args.slo_ttft_ms, e2e_slo_ms=args.slo_e2e_ms,
                      background=args.background, background_engine=args.background_engine,
@@ -34,9 +42,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             args.out), arrival=args.arrival, burstiness=args.burstiness, seed=args.seed,
             max_concurrency=args.max_concurrency, output_len=args.output_len,
             num_prompts=args.num_prompts)
+    _ray(args)
     return run_sweep(settings_of(args), args.concurrency, out_folder(args.out) or Path(args.out),
-                     engine=args.engine,
-                     output_len=args.output_len, num_prompts=args.num_prompts)
+                     engine=args.engine, output_len=args.output_len,
+                     num_prompts=args.num_prompts, workers=args.workers)
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
@@ -70,6 +79,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     return compare_runs(settings, [Path(r) for r in args.runs])
+
+
+def _ray_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ray-address", help="run the reader actors on this Ray cluster "
+                   "(default: RAY_ADDRESS, else an embedded cluster started here); each node "
+                   "needs PLAYGROUND_API_KEY in its own environment when the server has a key")
 
 
 def _series_arg(p: argparse.ArgumentParser) -> None:
@@ -169,7 +184,9 @@ def parser() -> argparse.ArgumentParser:
                    help="who keeps the background load in flight (default auto: vllm bench "
                    "serve when the server's Python has vLLM)")
     p.add_argument("--workers", type=int, help="reader processes for the timed trials "
-                   "(default: one per 32 streams, at most half the cores)")
+                   "(default: one per 32 streams, at most half the cores; more than one run "
+                   "on Ray)")
+    _ray_arg(p)
     _series_arg(p)
     p.set_defaults(func=cmd_bench)
 
@@ -195,6 +212,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="the arrival schedule's seed")
     p.add_argument("--max-concurrency", type=int, help="with --rate: at most this many in "
                    "flight (later requests wait to be sent: their send delay shows it)")
+    p.add_argument("--workers", type=int, help="reader processes per level (default: one per "
+                   "32 streams, at most half the cores; more than one run on Ray)")
+    _ray_arg(p)
     p.add_argument("--out", required=True, help="folder for sweep.json + sweep-requests.csv")
     p.set_defaults(func=cmd_sweep)
 

@@ -13,6 +13,7 @@ from playground.errors import ValidationFailed
 from playground.lab import sweep
 from playground.lab.arrivals import parse_rates
 from playground.lab.engine import available
+from playground.outputs import html
 from playground.server.http import server_info
 from playground.server.machine import describe
 from playground.server.series import Sampler, Series, interval_for
@@ -31,8 +32,12 @@ def parse_levels(text: str) -> list[int]:
 
 
 def run_sweep(settings: Settings, levels_text: str, out: Path, *, engine: str = "auto",
-              output_len: int = 64, num_prompts: int = 64) -> int:
+              output_len: int = 64, num_prompts: int = 64, workers: int | None = None,
+              ray_address: str | None = None) -> int:
     levels = parse_levels(levels_text)
+    if workers is not None and not 1 <= workers <= 512:
+        raise ValidationFailed("--workers", f"{workers}: give 1-512 reader processes (more "
+                               "than one run on Ray: --ray-address or an embedded cluster)")
     if not 2 <= output_len <= 8192:
         raise ValidationFailed("--output-len", "must be 2-8192 tokens (TPOT needs two)")
     if num_prompts < 1:
@@ -66,28 +71,39 @@ def run_sweep(settings: Settings, levels_text: str, out: Path, *, engine: str = 
             n = max(num_prompts, 2 * c)
             tool = sweep.choose(engine, c, has_vllm)  # type: ignore[arg-type]
             texts = sweep.prompts(f"sweep c{c}", n)
-            workers = None
+            ran: dict[str, Any] = {"workers": None}
             with Sampler(settings.base_url, every) as sampler:  # what the server was doing
                 if tool == "playground":
-                    rows, wall, workers = sweep.ours(settings.base_url, key, model, texts,
-                                                     output_len, c)
+                    rows, res = sweep.ours(settings.base_url, key, model, texts, output_len, c,
+                                           workers=workers, ray_address=ray_address)
+                    wall = res.wall_s
+                    ran = {"workers": res.workers}
+                    if res.nodes:  # Ray: requests per node; the start barrier's uncertainty
+                        ran.update(nodes=res.nodes, barrier_ms=res.barrier_s * 1000)
                 else:
                     rows, wall = sweep.vllm_bench(settings.base_url, key, model, served.root,
                                                   texts, output_len, c, python, out / "work")
             writer.write(c, 0, tool, rows)
-            level = {"concurrency": c, "engine": tool, "workers": workers,
+            level = {"concurrency": c, "engine": tool, **ran,
                      **sweep.summarise(rows, [wall]),
                      "server": keep_series(out, f"c{c}", sampler.series)}
             doc["levels"].append(level)
-            (out / "sweep.json").write_text(json.dumps(doc, indent=1), "utf-8")
+            _write(out, doc)
             print(f"c{c:<5} {tool:11} n={level['n']:<5} failed={level['failed']:<3} "
                   f"TTFT p50 {_ms(level['ttft_p50_ms'])} p99 {_ms(level['ttft_p99_ms'])}  "
                   f"TPOT p50 {_ms(level['tpot_p50_ms'])}  ITL p99 {_ms(level['itl_p99_ms'])}  "
                   f"{level['req_per_s'] or 0:.1f} req/s", flush=True)
     finally:
         writer.close()
-    print(f"-> {out / 'sweep.json'}, {out / 'sweep-requests.csv'}", file=sys.stderr)
+    print(f"-> {out / 'sweep.json'}, {out / 'sweep.html'}, {out / 'sweep-requests.csv'}",
+          file=sys.stderr)
     return 0 if all(lv["failed"] == 0 for lv in doc["levels"]) else 1
+
+
+def _write(out: Path, doc: dict[str, Any]) -> None:
+    """sweep.json, and its report sweep.html (the Pareto view), after every level."""
+    (out / "sweep.json").write_text(json.dumps(doc, indent=1), "utf-8")
+    (out / "sweep.html").write_text(html.sweep(doc), "utf-8")
 
 
 def keep_series(out: Path, level: str, series: Series) -> dict[str, Any]:
@@ -158,10 +174,11 @@ def run_rate_sweep(settings: Settings, rates_text: str, out: Path, *, arrival: s
             if len(doc["levels"]) > 1 and (why := sweep.saturated(doc["levels"][-2], level)):
                 doc["stopped"] = why
                 print(why, flush=True)
-            (out / "sweep.json").write_text(json.dumps(doc, indent=1), "utf-8")
+            _write(out, doc)
             if doc["stopped"]:
                 break
     finally:
         writer.close()
-    print(f"-> {out / 'sweep.json'}, {out / 'sweep-requests.csv'}", file=sys.stderr)
+    print(f"-> {out / 'sweep.json'}, {out / 'sweep.html'}, {out / 'sweep-requests.csv'}",
+          file=sys.stderr)
     return 0 if all(lv["failed"] == 0 for lv in doc["levels"]) else 1

@@ -46,6 +46,7 @@ class Recording:
     error: PlaygroundError | None = None
     events: int = 0
     client: str | None = None  # the reader that measured it: "openai" (SDK) or "raw"
+    node: str | None = None  # the Ray node whose reader measured it (lab/ray_readers)
     # (time.time(), clock()) read together: maps clock readings to wall-clock time, so other
     # processes on this machine (a browser) can be compared with our stamps.
     clock_origin: tuple[float, float] = field(
@@ -193,10 +194,11 @@ async def run_to_end(pool: ClientPool, recordings: Sequence[Recording], **kw: ob
 
 async def run_many(pool: ClientPool, recordings: Sequence[Recording], *, concurrency: int = 1,
                    timeout_s: float = 120.0, clock: Clock = time.perf_counter,
-                   on_done=None) -> Sequence[Recording]:
+                   on_done=None, on_start=None) -> Sequence[Recording]:
     """Run many independent requests with at most `concurrency` in flight (benchmarks).
 
-    `on_done(rec)` is called as each one finishes, so results can be stored as they arrive.
+    `on_done(rec)` is called as each one finishes, so results can be stored as they arrive;
+    `on_start(rec)` as each one takes its slot, just before it is sent.
     """
     queue: asyncio.Queue[int] = asyncio.Queue()
     for i in range(len(recordings)):
@@ -206,6 +208,8 @@ async def run_many(pool: ClientPool, recordings: Sequence[Recording], *, concurr
     async def worker() -> None:
         while not queue.empty():
             i = queue.get_nowait()
+            if on_start is not None:
+                on_start(recordings[i])
             await _drive(pool, recordings[i], clock, timeout_s, sink, i)
             while not sink.empty():
                 sink.get_nowait()

@@ -25,13 +25,14 @@ import struct
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from playground.core.pool import ClientName, ClientPool
 from playground.core.runner import Recording, run_many
 from playground.errors import StreamError
+from playground.lab.ray_readers import run_readers
 
 # Streams one reader process keeps in flight before the load path adds another process. The
 # raw reader costs ~25-40 us of CPU per chunk (docs/load.md); 32 streams at a 3 ms TPOT are
@@ -69,7 +70,11 @@ class LoadClient:
 class LoadResult:
     workers: int
     concurrency: int
-    wall_s: float  # the parent's view: start signal -> last record back
+    wall_s: float  # start -> last record (Ray: the longest reader's span from its release)
+    barrier_s: float = 0.0  # Ray: the release's uncertainty (our clock before/after it)
+    nodes: dict[str, int] = field(default_factory=dict)  # Ray: node id -> its requests
+    reader_cpu_s: float | None = None  # Ray: the readers' own CPU time
+    events: int | None = None  # Ray: the client events they handled
 
 
 def split(concurrency: int, n_workers: int) -> list[int]:
@@ -90,15 +95,19 @@ def deal(n_requests: int, shares: Sequence[int]) -> list[list[int]]:
 
 async def run_load(recordings: Sequence[Recording], *, concurrency: int, client: LoadClient,
                    workers: int | None = None, pool: Any = None,
-                   on_done: Callable[[Recording], None] | None = None) -> LoadResult:
+                   on_done: Callable[[Recording], None] | None = None,
+                   ray_address: str | None = None) -> LoadResult:
     """Run every recording with `concurrency` in flight; `workers` None = auto_workers.
 
-    One worker runs here, on `pool` when given (the caller's: a scripted pool in tests).
+    One worker runs here, on `pool` when given (the caller's: a scripted pool in tests); more,
+    or a Ray address (`ray_address` or RAY_ADDRESS), run as reader actors on Ray
+    (lab/ray_readers).
     """
     n_workers = workers if workers is not None else auto_workers(concurrency)
     n_workers = max(1, min(n_workers, concurrency, max(1, len(recordings))))
+    address = ray_address or os.environ.get("RAY_ADDRESS") or None
     t0 = time.perf_counter()
-    if n_workers == 1:
+    if n_workers == 1 and address is None:
         own = pool is None
         pool = pool or client.pool()
         try:
@@ -110,7 +119,10 @@ async def run_load(recordings: Sequence[Recording], *, concurrency: int, client:
         return LoadResult(1, concurrency, time.perf_counter() - t0)
     shares = split(concurrency, n_workers)
     dealt = deal(len(recordings), shares)
-    return await _run_workers(recordings, shares, dealt, client, on_done)
+    run = await run_readers(recordings, shares, dealt, client, address=address,
+                            on_done=on_done)
+    return LoadResult(run.readers, sum(shares), run.window_s, run.barrier_s, run.nodes,
+                      run.cpu_s, run.events)
 
 
 async def _run_workers(recordings: Sequence[Recording], shares: list[int],

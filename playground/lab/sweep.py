@@ -28,7 +28,13 @@ from playground.lab.engine import (
     tokenizer_for,
     write_prompts,
 )
-from playground.lab.load import STREAMS_PER_WORKER, LoadClient, auto_workers, run_load
+from playground.lab.load import (
+    STREAMS_PER_WORKER,
+    LoadClient,
+    LoadResult,
+    auto_workers,
+    run_load,
+)
 from playground.lab.stats import percentile
 from playground.specs.presets import Variant
 
@@ -37,7 +43,9 @@ METRICS = ("ttft", "tpot", "itl", "e2e")
 CSV_HEADER = ["concurrency", "block", "tool", "request", "ok", "ttft_ms", "tpot_ms", "e2e_ms",
               "output_tokens", "itl_ms",
               # open-loop (rate) levels only; empty otherwise, and absent in older files
-              "rate_per_s", "send_delay_ms", "ttft_from_due_ms", "e2e_from_due_ms"]
+              "rate_per_s", "send_delay_ms", "ttft_from_due_ms", "e2e_from_due_ms",
+              # the Ray node whose reader measured the row (Ray readers only)
+              "node"]
 FILLER = "Summarise the history of the printing press for a museum visitor."
 
 
@@ -67,14 +75,17 @@ def fixed_variant(output_len: int, client: str = "raw") -> Variant:
 
 def ours(base_url: str, api_key: str, model: str, texts: Sequence[str], output_len: int,
          concurrency: int, *, client: str = "raw", workers: int | None = None,
-         timeout_s: float = 600.0) -> tuple[list[dict[str, Any]], float, int]:
-    """Rows, wall seconds (start signal -> last record) and reader processes used."""
+         timeout_s: float = 600.0, ray_address: str | None = None,
+         ) -> tuple[list[dict[str, Any]], LoadResult]:
+    """Rows, and the run (wall seconds from start to last record, reader processes, and on Ray
+    the nodes and the start barrier's uncertainty)."""
     v = fixed_variant(output_len, client)
     recs = [new_recording(v, request.build(v, t, model), base_url) for t in texts]
     res = asyncio.run(run_load(recs, concurrency=concurrency, workers=workers,
                                client=LoadClient(api_key, timeout_s=timeout_s,
-                                                 read_timeout_s=timeout_s)))
-    return [_row(r) for r in recs], res.wall_s, res.workers
+                                                 read_timeout_s=timeout_s),
+                               ray_address=ray_address))
+    return [_row(r) for r in recs], res
 
 
 def ours_at(base_url: str, api_key: str, model: str, texts: Sequence[str], output_len: int,
@@ -111,7 +122,7 @@ def _row(r: Recording) -> dict[str, Any]:
             "overhead": m.ttft_ms - server_ttft if ok and server_ttft else None,
             # open loop only: the client's send delay, and latency from the schedule
             "send_delay": m.send_delay_ms, "ttft_from_due": m.ttft_from_due_ms,
-            "e2e_from_due": m.e2e_from_due_ms}
+            "e2e_from_due": m.e2e_from_due_ms, "node": r.node}
 
 
 # The client is the bottleneck when its send delay (p99) passes this share of TTFT (p50) and
@@ -197,7 +208,8 @@ class RowWriter:
                               r["output_tokens"], " ".join(f"{x:.3f}" for x in r["itl"]),
                               "" if rate is None else f"{rate:g}",
                               *(_f(r.get(m)) for m in ("send_delay", "ttft_from_due",
-                                                       "e2e_from_due"))])
+                                                       "e2e_from_due")),
+                              r.get("node") or ""])
         self._f.flush()
 
     def close(self) -> None:
@@ -238,7 +250,8 @@ def read_rows(path: Path, vllm_bench_rows: str = "role-aligned") -> list[dict[st
             row.update(concurrency=int(r["concurrency"]), block=int(r["block"]),
                        tool=r["tool"], rate=_num(r.get("rate_per_s") or ""),
                        **{m: _num(r.get(f"{m}_ms") or "") for m in (
-                           "send_delay", "ttft_from_due", "e2e_from_due")})
+                           "send_delay", "ttft_from_due", "e2e_from_due")},
+                       node=r.get("node") or None)
             out.append(row)
     return out
 

@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from playground.core.phases import Breakdown
 from playground.core.record import RequestRecord
-from playground.outputs import board_view, report_figures, tables
+from playground.outputs import board_view, report_figures, sweep_figure, tables
 from playground.outputs.fmt import DEMO_NOTICE, at_once_text, verdict_color
 from playground.outputs.series_figure import series_figure
 from playground.server.series import Series
@@ -112,6 +112,37 @@ def board(doc: dict[str, Any], *, plotlyjs: PlotlyJs = "inline") -> str:
         environment=board_view.env_lines(doc), headers=board_view.BOARD_HEADERS, rows=rows,
         overview=div(report_figures.verdict_figure(doc)), api_rows=doc["api_checks"],
         method=board_view.METHOD, details=details)
+
+
+SWEEP_HEADERS = ["level", "engine", "n", "failed", "req/s", "TTFT p50 / p99 ms",
+                 "TPOT p50 / p99 ms", "send delay p50 / p99 ms", "readers (nodes)"]
+
+
+def sweep(doc: dict[str, Any], *, plotlyjs: PlotlyJs = "inline") -> str:
+    """A sweep's report: the Pareto view (outputs/sweep_figure) and its levels."""
+    def pair(lv: dict[str, Any], m: str) -> str:
+        a, b = lv.get(f"{m}_p50_ms"), lv.get(f"{m}_p99_ms")
+        return "-" if a is None else f"{a:.1f} / {b:.1f}" if b is not None else f"{a:.1f}"
+
+    rows = [[sweep_figure.label(lv), lv.get("engine") or "playground", lv["n"], lv["failed"],
+             "-" if lv.get("req_per_s") is None else f"{lv['req_per_s']:.2f}",
+             pair(lv, "ttft"), pair(lv, "tpot"),
+             pair(lv, "send_delay") + (" client-bound" if lv.get("client_bound") else ""),
+             f"{lv.get('workers') or 1}" + (f" ({len(lv['nodes'])})" if lv.get("nodes")
+                                             else "")]
+            for lv in doc.get("levels", [])]
+    fig = sweep_figure.sweep_figure(doc)
+    m = doc.get("machine") or {}
+    return _env().get_template("sweep.html.j2").render(
+        **_plotly(plotlyjs), title="Sweep", heading=f"Sweep of {doc.get('model')}",
+        facts=(f"{doc.get('base_url')}, vLLM {doc.get('vllm')}, {doc.get('output_len')} "
+               f"tokens per answer, {doc.get('date')}; client machine: "
+               f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores."),
+        legend=("Circles: the load path; diamonds: vllm bench serve (the dotted line is the "
+                "hand-off). In open-loop levels a marker's size grows with the send delay "
+                "(p99), and a red ring marks a level where the client was the bottleneck."),
+        figure=div(fig) if fig else None, stopped=doc.get("stopped") or "",
+        headers=SWEEP_HEADERS, rows=rows)
 
 
 def phase_bar(b: Breakdown | None, width_px: int = 260) -> str:

@@ -1,6 +1,7 @@
 """The layers of docs/architecture.md, enforced on every import -- including imports inside
 functions -- with no cycle between modules, and the boundaries: only ui/ imports gradio, only
-core/client talks chat through openai, only server/http speaks HTTP."""
+core/client talks chat through openai, only server/http speaks HTTP, only lab/ray_readers talks
+to Ray."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ ONLY = {"gradio": "playground.ui", "openai": "playground.core.client",
         "httpx": "playground.server.http", "httpx2": "playground.server.http",
         "urllib.request": "playground.server.http", "aiohttp": "playground.core.wire",
         "langchain_openai": "playground.core.langchain_client", "langchain_core": "-",
-        "requests": "-"}
+        "requests": "-", "ray": "playground.lab.ray_readers"}
 MAX_LINES = 300
 
 

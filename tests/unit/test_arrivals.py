@@ -73,3 +73,46 @@ def test_a_rate_sweep_stops_when_throughput_stalls_while_queueing_grows() -> Non
     assert summarise([row(100, 2.0)] * 4, [1.0])["client_bound"] is False
     slow = summarise([row(100, 30.0)] * 4, [1.0])  # the client: 30% of TTFT late
     assert slow["client_bound"] is True and slow["ttft_from_due_p50_ms"] == 130
+
+
+def _level(**kw: object) -> dict:
+    return {"n": 8, "failed": 0, "ttft_p50_ms": 20.0, "ttft_p99_ms": 40.0, "tpot_p50_ms": 5.0,
+            "tpot_p99_ms": 9.0, **kw}
+
+
+def test_the_sweep_report_draws_the_pareto_view_with_the_hand_off_and_the_send_delay() -> None:
+    from playground.outputs import html
+    from playground.outputs.sweep_figure import sweep_figure
+
+    doc = {"model": "m", "base_url": "u", "vllm": "0.32", "output_len": 8, "date": "d",
+           "machine": {"cpu": "x86", "cores": 2}, "levels": [
+               _level(concurrency=8, engine="playground", req_per_s=10.0, workers=2,
+                      nodes={"a": 4, "b": 4}),
+               _level(concurrency=128, engine="vllm-bench", req_per_s=30.0),
+               _level(concurrency=512, engine="vllm-bench", req_per_s=None)]}
+    fig = sweep_figure(doc)
+    assert fig is not None
+    names = [t.name for t in fig.data]
+    assert names == ["TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"]
+    ttft50 = fig.data[0]
+    # one point per level with a throughput, joined in level order, labelled with its level
+    assert list(ttft50.x) == [10.0, 30.0] and list(ttft50.text) == ["c8", "c128"]
+    assert list(ttft50.marker.symbol) == ["circle", "diamond"]  # who measured it
+    notes = [a.text for a in fig.layout.annotations]
+    assert "hand-off to vllm bench serve (c128)" in notes
+    page = html.sweep(doc, plotlyjs="cdn")
+    assert "hand-off to vllm bench serve (c128)" in page and "2 (2)" in page  # readers (nodes)
+    # open loop: a marker grows with the client's send delay, ringed when it was the bottleneck
+    rates = {**doc, "levels": [
+        _level(rate_per_s=5, req_per_s=5.0, send_delay_p50_ms=0.2, send_delay_p99_ms=0.5),
+        _level(rate_per_s=50, req_per_s=40.0, send_delay_p50_ms=30.0, send_delay_p99_ms=90.0,
+               client_bound=True)]}
+    fig = sweep_figure(rates)
+    assert fig is not None
+    m = fig.data[0].marker
+    assert list(fig.data[0].text) == ["5 req/s", "50 req/s"]
+    assert m.size[1] > m.size[0] and list(m.line.width) == [0, 3]
+    assert not fig.layout.annotations or all("hand-off" not in a.text
+                                             for a in fig.layout.annotations)
+    assert "client-bound" in html.sweep(rates, plotlyjs="cdn")
+    assert sweep_figure({"levels": [_level(concurrency=1, req_per_s=None)]}) is None

@@ -9,7 +9,8 @@ import pickle
 import pytest
 from pydantic import ValidationError
 
-from playground.core import wire
+from playground.core import request, wire
+from playground.core.runner import new_recording
 from playground.errors import (
     RequestRejected,
     ServerUnavailable,
@@ -20,10 +21,31 @@ from playground.lab.engine import BenchServe, _env, aligned, bench_row
 from playground.lab.fidelity import level, spread, verdict
 from playground.lab.load import auto_workers, deal, split
 from playground.lab.paired import paired_ratio
+from playground.lab.ray_readers import digest, rebase
 from playground.lab.store import BackgroundRecord
 from playground.lab.sweep import choose, holds, summarise
 from playground.specs.experiments import Experiment
 from playground.specs.presets import Variant
+
+
+def test_ray_readers_move_only_a_foreign_clock_and_send_a_digest_not_the_key() -> None:
+    v = Variant(name="x", stream=True)
+    rec = new_recording(v, request.build(v, "hi", "m"), "http://127.0.0.1:1/v1")
+    rec.raw.t_send, rec.raw.t_first_content, rec.raw.t_last = 10.0, 11.0, 12.0
+    rec.raw.token_times = [11.0, 12.0]
+    wall, perf = rec.clock_origin
+    rebase(rec, 0.0)  # a reader on this machine: one CLOCK_MONOTONIC, nothing moves
+    assert (rec.raw.t_send, rec.raw.token_times, rec.clock_origin) == (10.0, [11.0, 12.0],
+                                                                      (wall, perf))
+    rebase(rec, 5.0)  # elsewhere: every stamp moves by the release's offset, durations kept
+    assert (rec.raw.t_send, rec.raw.t_first_content, rec.raw.t_last) == (15.0, 16.0, 17.0)
+    assert rec.raw.token_times == [16.0, 17.0] and rec.clock_origin == (wall, perf + 5.0)
+    assert rec.raw.t_due is None  # an unset stamp stays unset
+    m = rec.metrics()
+    assert m.ttft_ms == pytest.approx(1000.0) and m.e2e_ms == pytest.approx(2000.0)
+    assert digest("EMPTY") is None and digest("") is None
+    assert digest("sk-secret") == digest("sk-secret") != digest("sk-other")
+    assert "sk-secret" not in (digest("sk-secret") or "") and len(digest("k") or "") == 64
 
 
 def test_split_and_deal_keep_every_stream_and_request() -> None:
