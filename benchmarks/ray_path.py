@@ -1,5 +1,5 @@
-"""The load path's readers side by side: in one process, on Ray actors, and (while they existed)
-as the old home-made subprocess workers -- the same requests, the same server, one run.
+"""The load path's readers side by side: in one process and on Ray actors -- the same requests,
+the same server, one run.
 
 Per level (c8 and c32 by default), `--blocks` blocks; in each block every arm runs once, in an
 order rotated block by block (no arm always goes first), each on fresh prompts (no prefix-cache
@@ -8,14 +8,15 @@ hits). Arms:
 - `in-process`: one reader, this process (lab/load, workers=1);
 - `in-process-2`: the same again -- the control: its ratio to `in-process` is what the method
   calls a difference when there is none;
-- `ray`: two reader actors on an embedded Ray cluster (lab/ray_readers);
-- `processes`: two `playground.lab.load_worker` subprocesses (the pickle protocol 5/7 deletes;
-  only while the module exists).
+- `ray`: two reader actors on an embedded Ray cluster (lab/ray_readers).
+
+The old home-made subprocess workers (`playground.lab.load_worker`, length-prefixed pickles) were
+a fourth arm, `processes`, measured at commit 870e43f just before they were deleted; those rows
+are in docs/results/cpu/ray-path/.
 
 Per run: TTFT, TPOT and E2E p50, requests a second, and the readers' CPU per client event (each
 streamed chunk is one event): this process's CPU time over the call plus, for Ray, the actors'
-own from their release. Subprocess workers get none: their rusage holds their whole life,
-start and imports included. Ratios to `in-process` are paired block by block with 95% intervals
+own from their release. Ratios to `in-process` are paired block by block with 95% intervals
 (lab/paired) and judged against 5%.
 
     python benchmarks/ray_path.py --base-url URL --levels 8,32 --blocks 8 --out DIR
@@ -43,7 +44,7 @@ from playground.lab.sweep import fixed_variant
 from playground.server.http import server_info
 from playground.server.machine import describe
 
-ARMS = ["in-process", "in-process-2", "ray", "processes"]
+ARMS = ["in-process", "in-process-2", "ray"]
 NUMBERS = ("ttft_p50", "tpot_p50", "e2e_p50", "req_per_s", "cpu_us_per_event")
 
 
@@ -54,17 +55,11 @@ async def one(arm: str, recs: list[Any], c: int) -> tuple[float, float]:
     if arm.startswith("in-process"):
         res = await load.run_load(recs, concurrency=c, workers=1, client=client)
         return res.wall_s, time.process_time() - cpu0
-    shares = load.split(c, 2)
-    dealt = load.deal(len(recs), shares)
-    if arm == "ray":
-        from playground.lab.ray_readers import run_readers
+    from playground.lab.ray_readers import run_readers
 
-        run = await run_readers(recs, shares, dealt, client)
-        return run.window_s, time.process_time() - cpu0 + run.cpu_s
-    res = await load._run_workers(recs, shares, dealt, client, None)  # type: ignore[attr-defined]
-    # the workers' rusage holds their whole life (start and imports: ~1 s of CPU each), which
-    # no per-event figure can be told apart from: not reported
-    return res.wall_s, float("nan")
+    shares = load.split(c, 2)
+    run = await run_readers(recs, shares, load.deal(len(recs), shares), client)
+    return run.window_s, time.process_time() - cpu0 + run.cpu_s
 
 
 def summary(recs: list[Any], wall: float, cpu: float) -> dict[str, Any]:
@@ -75,7 +70,7 @@ def summary(recs: list[Any], wall: float, cpu: float) -> dict[str, Any]:
             "tpot_p50": percentile([m.tpot_ms for m in ms if m.tpot_ms is not None], 50),
             "e2e_p50": percentile([m.e2e_ms for m in ms if m.e2e_ms is not None], 50),
             "req_per_s": len(ms) / wall if wall > 0 else None,
-            "cpu_us_per_event": 1e6 * cpu / events if events and cpu == cpu else None,
+            "cpu_us_per_event": 1e6 * cpu / events if events else None,
             "wall_s": wall, "cpu_s": cpu, "events": events}
 
 
@@ -122,9 +117,10 @@ def main() -> int:
                                    *(f"{x:.3f}" if x is not None else ""
                                      for x in (m.ttft_ms, m.tpot_ms, m.e2e_ms)),
                                    m.completion_tokens, r.events])
-                print(f"c{c} block {blk} {arm:13} {runs[arm][-1]['req_per_s']:.1f} req/s "
-                      f"TTFT p50 {runs[arm][-1]['ttft_p50']:.1f} ms "
-                      f"{runs[arm][-1]['cpu_us_per_event']:.0f} us/event", flush=True)
+                got = runs[arm][-1]
+                print(f"c{c} block {blk} {arm:13} {got['req_per_s']:.1f} req/s TTFT p50 "
+                      f"{got['ttft_p50']:.1f} ms {got['cpu_us_per_event'] or 0:.0f} us/event",
+                      flush=True)
         ratios = {}
         for arm in arms[1:]:
             ratios[arm] = {}

@@ -72,6 +72,7 @@ class RequestRecord(BaseModel):
     score: ScoreInfo | None = None
     server_preset: str | None = None
     client: str | None = None  # "openai" (SDK) or "raw" (core/wire): who read the stream
+    node: str | None = None  # the Ray node whose reader read it (lab/ray_readers)
 
     @model_validator(mode="before")
     @classmethod
@@ -115,7 +116,7 @@ class RequestRecord(BaseModel):
         return cls(variant=rec.variant, base_url=rec.base_url, status=rec.status,
                    request=rec.request.body(), raw=rec.raw, content=rec.content,
                    reasoning=rec.reasoning, error=error, clock_origin=rec.clock_origin,
-                   client=rec.client, **trial)
+                   client=rec.client, node=rec.node, **trial)
 
     def line(self) -> dict[str, Any]:
         """JSON-ready, as the store writes it."""

@@ -18,9 +18,10 @@ from playground.core import request
 from playground.core.compare import resolve_model
 from playground.core.port import LIVE, Port
 from playground.core.record import RequestRecord, ScoreInfo
-from playground.core.runner import Recording, new_recording, run_many
+from playground.core.runner import Recording, new_recording, run_at, run_many
 from playground.core.scoring import score
 from playground.errors import ValidationFailed
+from playground.lab.arrivals import schedule
 from playground.lab.background import background_load
 from playground.lab.load import LoadClient, run_load
 from playground.lab.plan import Trial, plan
@@ -173,7 +174,8 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
                                ).models if m.id == model), None)
     load = await background_load(settings, exp.background_engine, exp.background, pool,
                                  first_url or settings.base_url, model,
-                                 served.root if served else None)
+                                 served.root if served else None, rate=exp.background_rate,
+                                 seed=exp.seed)
 
     async def go() -> None:
         # warm-up sequentially (compiles grammars, fills caches), then the timed trials, with
@@ -184,8 +186,14 @@ async def _run(settings: Settings, exp: Experiment, servers: dict[str, ManagedSe
             target.base_url, settings.series_interval_s)).start()
         try:
             await load.start()
-            await run_load(recs[n_warm:], concurrency=exp.concurrency, client=client,
-                           workers=exp.workers, pool=pool, on_done=on_done)
+            if exp.rate is not None:  # open loop: sent on the schedule, send delay per row
+                await run_at(pool, recs[n_warm:], schedule(exp.rate, len(recs) - n_warm,
+                                                           exp.seed),
+                             max_concurrency=exp.cap, timeout_s=settings.timeout_s,
+                             on_done=on_done)
+            else:
+                await run_load(recs[n_warm:], concurrency=exp.concurrency, client=client,
+                               workers=exp.workers, pool=pool, on_done=on_done)
         finally:
             run_file.append(await load.stop())
             series = await asyncio.to_thread(sampler.stop)

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import signal
 import subprocess
@@ -31,6 +32,7 @@ from playground.errors import PlaygroundError
 from playground.lab.store import BackgroundRecord
 from playground.server import prom
 from playground.server.guard import guarded
+from playground.specs.rates import Rate
 
 # The engine exits when its parent goes away (a killed benchmark must not leave it loading the
 # server): a thread watches the parent pid.
@@ -91,6 +93,8 @@ class BenchServe:
     output_len: int = 256
     result_dir: Path | None = None
     extra: tuple[str, ...] = field(default_factory=tuple)
+    rate: Rate | None = None  # open loop (--request-rate/--burstiness); None: all at once
+    seed: int = 0
 
     def args(self) -> list[str]:
         root = self.base_url.rstrip("/").removesuffix("/v1")
@@ -100,13 +104,22 @@ class BenchServe:
              "--dataset-path", str(self.dataset), "--skip-chat-template",
              "--custom-output-len", str(self.output_len), "--ignore-eos",
              "--num-prompts", str(self.num_prompts),
-             "--max-concurrency", str(self.concurrency), "--request-rate", "inf",
+             "--max-concurrency", str(self.concurrency), *self._rate(),
              "--temperature", "0", "--disable-tqdm", "--num-warmups", "0",
              "--extra-body", json.dumps({"chat_template_kwargs": {"enable_thinking": False}})]
         if self.result_dir is not None:
             a += ["--save-result", "--save-detailed", "--result-dir", str(self.result_dir),
                   "--result-filename", "result.json"]
         return a + list(self.extra)
+
+    def _rate(self) -> list[str]:
+        r = self.rate
+        if r is None or math.isinf(r.per_s):
+            return ["--request-rate", "inf"]
+        if r.kind == "constant":  # vllm bench's arrivals are gamma (Poisson at 1) only
+            raise ValueError("vllm bench serve has no constant arrivals: poisson or gamma")
+        return ["--request-rate", f"{r.per_s:g}", "--burstiness", f"{r.burstiness:g}",
+                "--seed", str(self.seed)]
 
     def command(self, python: str) -> list[str]:
         return [python, "-c", LAUNCH, *self.args()]
@@ -153,7 +166,8 @@ class VllmBenchLoad:
                                           start_new_session=True)  # its own process group
         launched = time.monotonic()
         deadline = launched + self.ready_timeout_s
-        want = self.spec.concurrency
+        # at a rate, the load flows once the server runs any of it (N is only the cap)
+        want = self.spec.concurrency if self.spec.rate is None else 1
         most, failed, scrapes = 0.0, 0, 0  # for the message, if the load never gets there
         base: float | None = None  # requests the server had finished at the first scrape
         while True:
@@ -204,7 +218,8 @@ class VllmBenchLoad:
         return BackgroundRecord(requests_in_flight=self.spec.concurrency, completed=None,
                                 failed=None, max_tokens=self.spec.output_len,
                                 engine=ENGINE_NAME, running_at_start=self.reached,
-                                ready_after_s=self.ready_after_s)
+                                ready_after_s=self.ready_after_s,
+                                rate=self.spec.rate.label() if self.spec.rate else None)
 
 
 def bench_serve_rows(spec: BenchServe, api_key: str, python: str, log: Path

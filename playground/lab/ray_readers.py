@@ -35,6 +35,7 @@ from typing import Any
 
 from playground.core.runner import Recording, new_recording, run_many
 from playground.errors import PlaygroundError, StreamError, ValidationFailed
+from playground.lab.ray_embedded import watch
 
 KEY_ENV = "PLAYGROUND_API_KEY"
 READY_TIMEOUT_S = 120.0
@@ -167,6 +168,8 @@ def connect(address: str | None, readers: int, key: str) -> Any:
             "num_cpus": max(os.cpu_count() or 1, readers), "include_dashboard": False}
         ray.init(address=address, logging_level="ERROR", log_to_driver=False,
                  configure_logging=False, **extra)
+        if address is None:
+            watch()  # nothing of the embedded cluster outlives this process
     return ray
 
 

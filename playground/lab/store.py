@@ -74,6 +74,8 @@ class BackgroundRecord(BaseModel):
     engine: str = "playground"  # or "vllm bench serve" (lab/engine)
     running_at_start: float | None = None  # the server's running gauge when the probe began
     ready_after_s: float | None = None  # from the engine's launch to the load in flight
+    rate: str | None = None  # open loop: the arrival profile (specs/rates label); then
+    # requests_in_flight is the cap
 
     def describe(self) -> str:
         """One sentence for the CLI, the Benchmark tab and the report."""
@@ -84,6 +86,10 @@ class BackgroundRecord(BaseModel):
                 "began" if self.running_at_start is not None else "")
         if self.ready_after_s is not None:
             seen += f", {self.ready_after_s:.1f} s after {who} was launched"
+        if self.rate:
+            return (f"background requests arriving at {self.rate} (at most "
+                    f"{self.requests_in_flight} in flight), sent by {who} ({self.max_tokens} "
+                    f"tokens each{counts}{seen})")
         return (f"{self.requests_in_flight} background requests kept in flight by {who} "
                 f"({self.max_tokens} tokens each{counts}{seen})")
 

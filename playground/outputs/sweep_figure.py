@@ -19,7 +19,8 @@ COLORS = {"p50": "#1f77b4", "p99": "#d62728"}
 
 def label(level: dict[str, Any]) -> str:
     if "rate_per_s" in level:
-        return f"{level['rate_per_s']} req/s"
+        rate = level["rate_per_s"]
+        return f"{rate:g} req/s" if isinstance(rate, int | float) else f"{rate} req/s"
     return f"c{level['concurrency']}"
 
 

@@ -23,6 +23,7 @@ from playground.specs.presets import (
     resolve_refs,
     safe_child,
 )
+from playground.specs.rates import Rate
 
 
 class Experiment(BaseModel):
@@ -52,6 +53,13 @@ class Experiment(BaseModel):
     # lab/engine), "playground" (our own lanes, at most 64), "auto" = vllm bench when the
     # server's Python has vLLM, else ours.
     background_engine: Literal["auto", "playground", "vllm-bench"] = "auto"
+    # Open loop (specs/rates, vllm bench serve's definitions): the timed trials are sent when
+    # `rate`'s schedule says, whatever is in flight (each row carries its send delay), with
+    # `concurrency`, when given, as the cap on requests in flight (vllm bench's
+    # --max-concurrency). `background_rate`: the background load arrives at a rate instead,
+    # `background` then capping how many of it are in flight.
+    rate: Rate | None = None
+    background_rate: Rate | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Experiment:
@@ -62,6 +70,17 @@ class Experiment(BaseModel):
             raise ValueError(f"background: the playground's own lanes keep at most 64 in "
                              f"flight, got {self.background}; use background_engine: "
                              "vllm-bench for more")
+        if self.rate is not None and (self.workers or 1) > 1:
+            raise ValueError("rate: an open-loop run is sent from one process; drop workers "
+                             "(or the rate)")
+        if self.background_rate is not None and self.background < 1:
+            raise ValueError("background_rate: give background (at least 1: the cap on the "
+                             "background requests in flight)")
+        if (self.background_rate is not None and self.background_rate.kind == "constant"
+                and self.background_engine == "vllm-bench"):
+            raise ValueError("background_rate: vllm bench serve has no constant arrivals "
+                             "(poisson or gamma only); use kind: poisson or gamma, or "
+                             "background_engine: playground")
         if self.baseline is not None and self.baseline not in names:
             raise ValueError(f"baseline {self.baseline!r} is not one of the variants {names}")
         return self
@@ -69,6 +88,11 @@ class Experiment(BaseModel):
     @property
     def baseline_name(self) -> str:
         return self.baseline or self.variants[0].name
+
+    @property
+    def cap(self) -> int | None:
+        """An open-loop run's cap on requests in flight: `concurrency` when it was given."""
+        return self.concurrency if "concurrency" in self.model_fields_set else None
 
 
 def experiment_from_dict(data: object, library: PresetLibrary, *, source: str) -> Experiment:

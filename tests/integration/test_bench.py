@@ -133,3 +133,43 @@ def test_killed_benchmark_leaves_a_readable_jsonl(vllm_server: str, tmp_path: Pa
     assert 3 <= len(requests) < 100
     observed(f"{len(lines)} lines, all valid JSON; {len(requests)} finished requests kept")
     assert all(r["metrics"]["completion_tokens"] == 64 for r in requests)
+
+
+RATED = """\
+name: rated
+variants:
+  - {name: probe, stream: true, max_tokens: 8, ignore_eos: true, temperature: 0,
+     prompt: minimal}
+examples: 6
+warmup: 0
+rate: {kind: gamma, per_s: 20, burstiness: 0.5}
+background: 2
+background_rate: {kind: constant, per_s: 5}
+background_engine: playground
+seed: 3
+"""
+
+
+def test_an_open_loop_experiment_sends_on_vllm_benchs_schedule_beside_a_rated_background(
+        vllm_server: str, tmp_path: Path) -> None:
+    from playground.lab.arrivals import Rate, schedule
+
+    (tmp_path / "rated.yaml").write_text(RATED)
+    env = {**os.environ, "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
+    out = bench([str(tmp_path / "rated.yaml"), "--base-url", vllm_server, "--out",
+                 str(tmp_path / "out")], env)
+    assert out.returncode == 0, out.stderr
+    (path,) = (tmp_path / "runs" / "bench").glob("*.jsonl")
+    run = read_run(path)
+    timed = [r for r in run.requests if r.phase == "timed"]
+    assert len(timed) == 6 and all(r.error is None for r in timed)
+    # each request was due when the seeded gamma schedule says (vllm bench's definitions),
+    # and carries the client's own delay in sending it
+    due = sorted(r.raw.t_due for r in timed if r.raw.t_due is not None)
+    want = schedule(Rate(kind="gamma", per_s=20, burstiness=0.5), 6, seed=3)
+    assert len(due) == 6
+    assert [round(t - due[0], 6) for t in due] == [round(t - want[0], 6) for t in want]
+    assert all(r.metrics.send_delay_ms is not None and r.metrics.send_delay_ms >= 0
+               for r in timed)
+    assert run.background is not None and run.background.rate == "constant 5/s"
+    assert "arriving at constant 5/s (at most 2 in flight)" in out.stdout

@@ -1,6 +1,6 @@
-"""The load path against the real CPU server: the same bodies, the same readings, every request
-accounted for (one process or several), faults named like the SDK path names them, and the hand-off
-to vllm bench serve (docs/load.md). No durations are asserted."""
+"""The load path against the real CPU server: the same bodies, the same readings, faults named
+like the SDK path names them, and the hand-off to vllm bench serve (docs/load.md); several
+readers, every request accounted for: test_ray_readers. No durations are asserted."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ import json
 import math
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,13 +19,11 @@ import pytest
 from playground.core import request
 from playground.core.pool import ClientPool
 from playground.core.runner import Recording, new_recording, run_many
-from playground.lab.load import LoadClient, run_load
 from playground.lab.sweep import read_rows
 from playground.server.http import server_info
 from playground.specs.presets import Variant
 from tests.conftest import Keyed
 from tests.faultproxy import FaultProxy, serving
-from tests.procs import own
 
 
 @pytest.fixture(scope="module")
@@ -88,30 +84,6 @@ def test_raw_reader_and_sdk_send_the_body_view_code_shows_and_read_the_same_stre
         assert r.raw.server_metrics and "time_to_first_token_ms" in r.raw.server_metrics
 
 
-def test_worker_processes_account_for_every_request_on_one_clock(
-        proxy: FaultProxy, model: str) -> None:
-    v = fixed("auto", 8)
-    recs = [new_recording(v, request.build(v, f"[load {i}] Count to five.", model),
-                          proxy.url("500" if i in (3, 9) else "ok-workers"))
-            for i in range(12)]
-    done: list[int] = []
-    index = {id(r): i for i, r in enumerate(recs)}
-    t0 = time.perf_counter()
-    res = asyncio.run(run_load(recs, concurrency=4, workers=2, client=LoadClient("EMPTY"),
-                               on_done=lambda r: done.append(index[id(r)])))
-    t1 = time.perf_counter()
-    assert res.workers == 2 and res.concurrency == 4
-    assert sorted(done) == list(range(12))  # each request reported once, as it finished
-    ok = [r for i, r in enumerate(recs) if i not in (3, 9)]
-    assert all(r.status == "done" and r.error is None and r.client == "raw" for r in ok)
-    for i in (3, 9):  # a failed request is data, with the server's reason
-        assert recs[i].status == "error" and "HTTP 500" in str(recs[i].error)
-        assert type(recs[i].error).__name__ == "RequestRejected"
-    # the workers' stamps are on the parent's clock (CLOCK_MONOTONIC): inside its window
-    assert all(t0 < r.raw.t_send < r.raw.t_last < t1 for r in ok)
-    assert len(chat_bodies(proxy, "ok-workers")) == 10 and len(chat_bodies(proxy, "500")) >= 2
-
-
 FAULTS = [  # the SDK path's wording (test_reliability), which the raw reader must match
     ("kill", "StreamError", "stream broke after it started", True),
     ("malformed", "StreamError", "not JSON", True),
@@ -142,46 +114,6 @@ def test_raw_reader_names_a_stall(proxy: FaultProxy, model: str) -> None:
     run_one(rec, read_timeout_s=2)
     assert type(rec.error).__name__ == "RequestTimeout" and "stalled" in str(rec.error)
     assert rec.content
-
-
-def _workers_running() -> list[int]:
-    """This test's own load workers (children of this process, not a machine-wide search)."""
-    return own("playground.lab.load_worker")
-
-
-def test_a_killed_worker_loses_only_its_in_flight_requests(vllm_server: str,
-                                                           model: str) -> None:
-    held = FaultProxy(vllm_server).start()
-    try:
-        v = fixed("raw", 4)
-        recs = [new_recording(v, request.build(v, f"[held {i}] Hi.", model), held.url("hold"))
-                for i in range(6)]
-        reported: list[Recording] = []
-
-        async def go() -> None:
-            task = asyncio.create_task(run_load(recs, concurrency=6, workers=2,
-                                                client=LoadClient("EMPTY"),
-                                                on_done=reported.append))
-            for _ in range(600):  # every request is held at the proxy: all six in flight
-                if len(chat_bodies(held, "hold")) == 6:
-                    break
-                await asyncio.sleep(0.1)
-            workers = _workers_running()
-            assert len(workers) == 2
-            os.kill(workers[0], signal.SIGKILL)
-            await asyncio.sleep(1.0)
-            held.release()
-            await task
-
-        asyncio.run(go())
-        lost = [r for r in recs if r.error is not None]
-        kept = [r for r in recs if r.error is None]
-        assert len(reported) == 6  # every request accounted for
-        assert len(lost) == 3 and all("load worker" in str(r.error) for r in lost)
-        assert len(kept) == 3 and all(r.status == "done" for r in kept)
-        assert _workers_running() == []
-    finally:
-        held.stop()
 
 
 def test_sweep_hands_a_level_to_vllm_bench_with_the_key_kept_off_its_command_line(
@@ -321,6 +253,11 @@ def test_a_rate_sweep_records_each_requests_send_delay(vllm_server: str, tmp_pat
     for lv in doc["levels"]:
         assert lv["server"]["samples"] >= 1 and lv["server"]["gaps"] == 0
         assert lv["server"]["peak_running"] >= 0 and lv["server"]["preemptions"] >= 0
+    # the report: the Pareto view of these levels, labelled by rate, and their table
+    page = (out / "sweep.html").read_text("utf-8")
+    assert "Throughput against latency" in page and "8 req/s</td>" in page
+    assert '"text":["8 req\\u002fs","inf req\\u002fs"]' in page  # the points' labels
+    assert "TTFT p50" in page and "send delay p50 / p99 ms" in page
 
 
 def test_a_failed_scrape_is_a_gap_in_the_series_not_a_failed_sweep(vllm_server: str,

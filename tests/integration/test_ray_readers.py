@@ -28,7 +28,7 @@ from playground.server.http import server_info
 from playground.server.managed import free_port
 from tests.conftest import Keyed
 from tests.faultproxy import FaultProxy, serving
-from tests.procs import alive, descendants, group, wait_for
+from tests.procs import alive, cmdline, descendants, group, wait_for
 
 KEY = "PLAYGROUND_API_KEY"
 
@@ -210,3 +210,26 @@ def test_a_node_killed_mid_level_loses_only_its_in_flight_requests(
     assert all(r["status"] == "error" and "was lost" in r["error"]
                and "before this request finished" in r["error"] for r in lost), lost
     assert all(r["status"] == "done" and r["tokens"] == 4 for r in kept)
+
+
+def test_a_killed_driver_leaves_no_ray_process_behind(vllm_server: str) -> None:
+    # the embedded cluster (GCS, raylet, agents) and its readers share the driver's fate,
+    # SIGKILL included: nothing of it keeps loading the server
+    model = server_info(vllm_server, None).models[0].id
+    temp = tempfile.mkdtemp(prefix="qllray", dir="/tmp")
+    proc = drive({"urls": [vllm_server] * 4, "model": model, "tokens": 2000, "concurrency": 4,
+                  "workers": 2}, None, RAY_TMPDIR=temp)
+    try:
+        def readers() -> list[int]:
+            return [p for p in descendants(proc.pid) if "ray::Reader" in cmdline(p)]
+
+        assert wait_for(lambda: len(readers()) == 2, 120)
+        family = descendants(proc.pid)
+        assert any("raylet" in cmdline(p) for p in family)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)  # read to the end: the family holds the driver's pipes
+        assert wait_for(lambda: not alive(family), 60), [cmdline(p) for p in alive(family)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(temp, ignore_errors=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -116,3 +117,37 @@ def test_the_sweep_report_draws_the_pareto_view_with_the_hand_off_and_the_send_d
                                              for a in fig.layout.annotations)
     assert "client-bound" in html.sweep(rates, plotlyjs="cdn")
     assert sweep_figure({"levels": [_level(concurrency=1, req_per_s=None)]}) is None
+
+
+def test_experiments_and_background_take_a_rate_with_vllm_benchs_flags() -> None:
+    from playground.errors import PresetError
+    from playground.lab.engine import BenchServe
+    from playground.lab.store import BackgroundRecord
+    from playground.settings import REPO_ROOT
+    from playground.specs.experiments import experiment_from_dict
+    from playground.specs.presets import PresetLibrary
+
+    lib = PresetLibrary(REPO_ROOT / "presets")
+    base = {"name": "t", "variants": [{"name": "a"}]}
+    exp = experiment_from_dict({**base, "rate": {"per_s": 5}}, lib, source="t")
+    assert exp.rate == Rate(per_s=5) and exp.cap is None  # no cap unless concurrency is given
+    assert experiment_from_dict({**base, "rate": {"per_s": 5}, "concurrency": 4}, lib,
+                                source="t").cap == 4
+    for bad, words in (({"rate": {"per_s": 5}, "workers": 2}, "one process"),
+                       ({"background_rate": {"per_s": 5}}, "give background"),
+                       ({"background_rate": {"kind": "constant", "per_s": 5}, "background": 2,
+                         "background_engine": "vllm-bench"}, "no constant arrivals"),
+                       ({"rate": {"kind": "poisson", "per_s": 5, "burstiness": 2}},
+                        "burstiness")):
+        with pytest.raises(PresetError) as e:
+            experiment_from_dict({**base, **bad}, lib, source="t")
+        assert words in str(e.value)
+    spec = BenchServe("http://h/v1", "m", "m", 4, Path("d"), 8)
+    assert spec.args()[spec.args().index("--request-rate") + 1] == "inf"
+    rated = BenchServe("http://h/v1", "m", "m", 4, Path("d"), 8,
+                       rate=Rate(kind="gamma", per_s=2.5, burstiness=0.5), seed=7).args()
+    i = rated.index("--request-rate")
+    assert rated[i:i + 6] == ["--request-rate", "2.5", "--burstiness", "0.5", "--seed", "7"]
+    rec = BackgroundRecord(requests_in_flight=3, completed=4, failed=0, max_tokens=256,
+                           rate="poisson 5/s")
+    assert rec.describe().startswith("background requests arriving at poisson 5/s (at most 3")
