@@ -234,6 +234,34 @@ def load_steps(out: Path, url: str, results: list[dict]) -> None:
         (out / "bench-sweep.json").write_text(json.dumps(bench_sweep, indent=1), "utf-8")
 
 
+def ray_phase(out: Path) -> list[dict]:
+    """Issue 5/7 on the GPU machine (7/7 item 2), one server: the load path's readers on Ray (8
+    actors of an embedded cluster on the machine's cores) at c128, c256 and c512 against vllm
+    bench serve, in H200_RAY_BLOCKS alternating blocks (default 2: each engine goes first once),
+    then a Poisson rate sweep that stops when the server saturates (the send delay per request;
+    sweep.html draws the Pareto view). Every level samples the server's /metrics and the GPU."""
+    blocks = int(os.environ.get("H200_RAY_BLOCKS", "2"))
+    engines = [("ray", ["--engine", "playground", "--workers", "8"]),
+               ("vllm-bench", ["--engine", "vllm-bench"])]
+
+    (out / "ray").mkdir(parents=True, exist_ok=True)  # the sweeps' --out must have a parent
+
+    def steps(url: str, results: list[dict]) -> None:
+        for blk in range(blocks):
+            for name, flags in engines if blk % 2 == 0 else engines[::-1]:
+                step(f"{name}-b{blk}", cli("sweep", "--base-url", url, "--concurrency",
+                                           "128,256,512", *flags, "--output-len", "64",
+                                           "--num-prompts", "64", "--out",
+                                           str(out / "ray" / f"{name}-b{blk}")),
+                     out, results, 170)
+        step("rate-sweep", cli("sweep", "--base-url", url, "--rate",
+                               "25,50,100,200,400,800,1600,3200", "--arrival", "poisson",
+                               "--num-prompts", "400", "--output-len", "64", "--out",
+                               str(out / "ray" / "rate-sweep")), out, results, 200)
+
+    return with_server(out, steps)
+
+
 def server_ab(out: Path, budget_s: float) -> list[dict]:
     """The two server A/Bs; each claim starts its two servers one after another (vLLM's
     start-up memory profiling needs the GPU to itself) and is skipped when too little of the
@@ -313,6 +341,7 @@ def main() -> int:
     (out / f"{phase}-environment.json").write_text(json.dumps(env, indent=1), "utf-8")
     t0 = time.time()
     phases = {"one-server": one_server, "load": load_phase, "fidelity": fidelity_phase,
+              "ray": ray_phase,
               "server-ab": lambda o: server_ab(o, budget_s),
               "engines": lambda o: engines_phase(o, budget_s)}
     results = phases[phase](out)

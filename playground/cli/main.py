@@ -184,7 +184,8 @@ def parser() -> argparse.ArgumentParser:
                    help="who keeps the background load in flight (default auto: vllm bench "
                    "serve when the server's Python has vLLM)")
     p.add_argument("--workers", type=int, help="reader processes for the timed trials "
-                   "(default: one per 32 streams, at most half the cores; more than one run "
+                   "(default: one up to 32 streams, then a Ray reader per 16, at most half the "
+                   "cores; more than one run "
                    "on Ray)")
     _ray_arg(p)
     _series_arg(p)
@@ -196,8 +197,8 @@ def parser() -> argparse.ArgumentParser:
     _series_arg(p)
     p.add_argument("--concurrency", default="1,8,32,128", help="comma-separated levels")
     p.add_argument("--engine", choices=["auto", "playground", "vllm-bench"], default="auto",
-                   help="auto: the load path up to 32 streams per reader process on half the "
-                   "cores, vllm bench serve past that")
+                   help="auto: the load path while it holds (one reader up to 32 streams, Ray "
+                   "readers of 16 on half the cores), vllm bench serve past that")
     p.add_argument("--output-len", type=int, default=64, help="tokens per answer (ignore_eos)")
     p.add_argument("--num-prompts", type=int, default=64, help="requests per level (at least "
                    "2 x the concurrency)")
@@ -212,8 +213,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="the arrival schedule's seed")
     p.add_argument("--max-concurrency", type=int, help="with --rate: at most this many in "
                    "flight (later requests wait to be sent: their send delay shows it)")
-    p.add_argument("--workers", type=int, help="reader processes per level (default: one per "
-                   "32 streams, at most half the cores; more than one run on Ray)")
+    p.add_argument("--workers", type=int, help="reader processes per level (default: one up to "
+                   "32 streams, then a Ray reader per 16, at most half the cores)")
     _ray_arg(p)
     p.add_argument("--out", required=True, help="folder for sweep.json + sweep-requests.csv")
     p.set_defaults(func=cmd_sweep)

@@ -23,17 +23,30 @@ from playground.core.pool import ClientName, ClientPool
 from playground.core.runner import Recording, run_many
 from playground.lab.ray_readers import run_readers
 
-# Streams one reader process keeps in flight before the load path adds another process. The
-# raw reader costs ~25-40 us of CPU per chunk (docs/load.md); 32 streams at a 3 ms TPOT are
-# ~11k chunks/s, about a third of one core, which leaves room for bursts.
+# Streams one reader process keeps in flight before the load path adds readers. The raw reader
+# costs ~25-40 us of CPU per chunk (docs/load.md); 32 streams at a 3 ms TPOT are ~11k chunks/s,
+# about a third of one core, which leaves room for bursts.
 STREAMS_PER_WORKER = 32
+# Past that, Ray readers of this many streams each. A Ray reader costs 3-4x the CPU per event
+# (every finished request crosses Ray's object store: docs/results/cpu/ray-path); on an H100,
+# 8 of them kept c128 in flight but not c256 -- the server ran at most 74-86 requests of 256
+# (docs/results/h100/ray).
+STREAMS_PER_RAY_READER = 16
 
 
 def auto_workers(concurrency: int, cpus: int | None = None) -> int:
-    """One process per STREAMS_PER_WORKER streams, at most half the machine's cores (the server,
-    when it runs here, needs the rest); 1 on a small machine."""
+    """One reader (this process) up to STREAMS_PER_WORKER streams; past that one Ray reader per
+    STREAMS_PER_RAY_READER streams, on at most half the machine's cores (the server, when it
+    runs here, needs the rest); 1 on a small machine."""
     cpus = cpus or os.cpu_count() or 1
-    return max(1, min(math.ceil(concurrency / STREAMS_PER_WORKER), cpus // 2))
+    if concurrency <= STREAMS_PER_WORKER:
+        return 1
+    return max(1, min(math.ceil(concurrency / STREAMS_PER_RAY_READER), cpus // 2))
+
+
+def capacity(workers: int) -> int:
+    """The streams `workers` readers keep in flight on time (the hand-off rule: lab/sweep)."""
+    return STREAMS_PER_WORKER if workers == 1 else workers * STREAMS_PER_RAY_READER
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,10 @@ from playground.lab.engine import (
     write_prompts,
 )
 from playground.lab.load import (
-    STREAMS_PER_WORKER,
     LoadClient,
     LoadResult,
     auto_workers,
+    capacity,
     run_load,
 )
 from playground.lab.stats import percentile
@@ -50,9 +50,9 @@ FILLER = "Summarise the history of the printing press for a museum visitor."
 
 
 def holds(concurrency: int, cpus: int | None = None) -> bool:
-    """Whether the load path keeps up here: at most STREAMS_PER_WORKER streams per reader
-    process, with reader processes on at most half the cores."""
-    return concurrency <= auto_workers(concurrency, cpus) * STREAMS_PER_WORKER
+    """Whether the load path keeps up here: one reader up to 32 streams, Ray readers of 16
+    streams each on at most half the cores past that (lab/load.capacity)."""
+    return concurrency <= capacity(auto_workers(concurrency, cpus))
 
 
 def choose(engine: Engine, concurrency: int, has_vllm: bool, cpus: int | None = None) -> str:

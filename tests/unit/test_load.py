@@ -59,8 +59,11 @@ def test_split_and_deal_keep_every_stream_and_request() -> None:
 
 def test_auto_workers_and_the_hand_off_rule() -> None:
     assert auto_workers(1, cpus=2) == 1 and auto_workers(64, cpus=2) == 1
-    assert auto_workers(128, cpus=16) == 4 and auto_workers(1024, cpus=16) == 8
-    assert holds(256, cpus=16) and not holds(257, cpus=16) and not holds(64, cpus=2)
+    # one reader up to 32 streams; past that Ray readers of 16 (the H100's c256 evidence)
+    assert auto_workers(32, cpus=16) == 1 and auto_workers(33, cpus=16) == 3
+    assert auto_workers(128, cpus=16) == 8 and auto_workers(1024, cpus=16) == 8
+    assert holds(32, cpus=2) and not holds(33, cpus=2) and not holds(64, cpus=2)
+    assert holds(128, cpus=16) and not holds(129, cpus=16) and not holds(256, cpus=16)
     assert choose("auto", 32, True, cpus=2) == "playground"
     assert choose("auto", 512, True, cpus=16) == "vllm-bench"
     assert choose("auto", 512, False, cpus=16) == "playground"  # no vLLM: ours, not nothing
