@@ -179,7 +179,7 @@ def who(run: Run) -> str:
 
 def import_run(settings: Settings, path: Path, label: str | None) -> int:
     """Another tool's result -> a run file of ours (runs/imported/), listed and comparable."""
-    meta, records = imports.read_vllm_bench(path, label)
+    meta, records = imports.read_result(path, label)
     run_file = RunStore(settings.runs_dir).new_run("imported")
     run_file.append(meta, *records)
     failed = sum(r.error is not None for r in records)

@@ -63,7 +63,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     if args.action == "import":
         if len(args.runs) != 1:
-            print("error: runs import needs one file (vllm bench serve's result JSON)",
+            print("error: runs import needs one file (vllm bench serve's, GuideLLM's or AIPerf's)",
                   file=sys.stderr)
             return 2
         return import_run(settings, Path(args.runs[0]), args.label)
@@ -239,7 +239,8 @@ def parser() -> argparse.ArgumentParser:
                        "threshold: for CI or cron)")
     p.add_argument("action", choices=["list", "compare", "import", "watch"])
     p.add_argument("runs", nargs="*", help="two run files for `compare`; for `import`, a "
-                   "`vllm bench serve --save-result --save-detailed` JSON file")
+                   "`vllm bench serve --save-result --save-detailed` JSON file, GuideLLM's "
+                   "benchmarks JSON or AIPerf's profile_export.jsonl")
     p.add_argument("--label", help="import: the name the imported run's requests get")
     p.add_argument("--p95-ms", type=float, help="alert threshold: a run whose p95 is above "
                    "it is flagged (list) or fails (watch)")

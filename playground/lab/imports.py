@@ -15,7 +15,8 @@ own, on our definitions:
   for several tokens (vllm bench's ITLs are the same).
 
 What the file does not hold stays unknown (None): the server's own timings, the answer text.
-A file that is not such a result fails naming the field it lacks.
+A file that is not such a result fails naming the field it lacks. GuideLLM's and AIPerf's
+results: lab/imports_tools (`read_result` tells the three apart).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 from playground.core.metrics import RawTimings, Usage
 from playground.core.record import ErrorInfo, RequestRecord
 from playground.errors import PresetError
+from playground.lab import imports_tools
 from playground.lab.engine import aligned
 from playground.lab.store import RunMeta
 from playground.specs.presets import Variant
@@ -38,6 +40,17 @@ NOTES = {VLLM_BENCH: (
     "imported from vllm bench serve's detailed result: TTFT moved from its role chunk to the "
     "first token (its first gap), TPOT = (E2E - TTFT) / (tokens - 1) as both tools define "
     "it; ITLs are gaps between chunks, as it measured them; no server timings or text")}
+
+
+def read_result(path: Path, label: str | None = None
+                ) -> tuple[RunMeta, list[RequestRecord]]:
+    """Any supported tool's result file -> (the run's meta line, one record per request)."""
+    tool, content = imports_tools.sniff(path)
+    if tool == imports_tools.GUIDELLM:
+        return imports_tools.read_guidellm(content, path, label)
+    if tool == imports_tools.AIPERF:
+        return imports_tools.read_aiperf(content, path, label)
+    return read_vllm_bench(path, label)
 
 
 def read_vllm_bench(path: Path, label: str | None = None
@@ -60,7 +73,8 @@ def read_vllm_bench(path: Path, label: str | None = None
         raise PresetError("itls", "per-request lists of different lengths", source=str(path))
     inputs = doc.get("input_lens") if isinstance(doc.get("input_lens"), list) else [None] * n
     model = str(doc.get("model_id") or "?")
-    variant = Variant(name=label or f"{VLLM_BENCH} ({path.stem})", stream=True)
+    variant = Variant(name=imports_tools.variant_name(label or f"vllm-bench-{path.stem}"),
+                      stream=True)
     meta = RunMeta(model=model, base_url=None, machine=None,
                    tool=VLLM_BENCH, imported_from=str(path), notes=NOTES[VLLM_BENCH],
                    date=doc.get("date"), max_concurrency=doc.get("max_concurrency"),

@@ -1,0 +1,111 @@
+"""GuideLLM's and AIPerf's results read into our records: on files the real tools wrote against a
+real vLLM (tests/data/imports/, made by benchmarks/import_files.py; made.json says how), each
+request's numbers must be the tool's own where the definitions agree, and two imported runs must
+get the same calibrated verdicts as runs of ours."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from playground.errors import PresetError
+from playground.lab.imports import read_result
+from playground.lab.imports_tools import AIPERF, GUIDELLM, variant_name
+from playground.lab.store import read_run
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "imports"
+GUIDE = DATA / "guidellm-benchmarks.json"
+AIP = DATA / "aiperf-profile_export.jsonl"
+
+
+def test_the_files_were_written_by_the_real_tools() -> None:
+    made = json.loads((DATA / "made.json").read_text("utf-8"))
+    assert set(made["versions"]) == {"guidellm", "aiperf"}
+    assert json.loads(GUIDE.read_text("utf-8"))["metadata"]["guidellm_version"] == \
+        made["versions"]["guidellm"]
+
+
+def test_guidellm_requests_keep_its_own_ttft_and_inter_token_latency() -> None:
+    meta, records = read_result(GUIDE)
+    doc = json.loads(GUIDE.read_text("utf-8"))
+    theirs = doc["benchmarks"][0]["requests"]["successful"]
+    assert meta.model_extra is not None and meta.model_extra["tool"] == GUIDELLM
+    assert meta.model == "Qwen/Qwen3-0.6B" and len(records) == len(theirs) == 8
+    assert {r.name for r in records} == {"guidellm-concurrent-2"}
+    for rec, t in zip(records, theirs, strict=True):
+        m = rec.metrics
+        assert rec.status == "done" and m.completion_tokens == t["output_tokens"] == 16
+        assert m.ttft_ms == pytest.approx(t["time_to_first_token_ms"], abs=1e-3)
+        assert m.tpot_ms == pytest.approx(t["inter_token_latency_ms"], abs=1e-3)  # our TPOT
+        assert m.tpot_ms < t["time_per_output_token_ms"]  # theirs holds TTFT too
+        assert m.itl_ms == []  # no per-chunk times kept: no ITL invented
+        # the demo model's output is all reasoning: TTFT yes, first answer token unknown
+        assert t["output"] == "" and m.ttfa_ms is None and m.ttft_ms is not None
+
+
+def test_aiperf_requests_keep_its_ttft_gaps_and_inter_token_latency() -> None:
+    meta, records = read_result(AIP, "mine")
+    theirs = [json.loads(x)["metrics"] for x in AIP.read_text("utf-8").splitlines()]
+    assert meta.model_extra is not None and meta.model_extra["tool"] == AIPERF
+    assert len(records) == len(theirs) == 8 and {r.name for r in records} == {"mine"}
+    for rec, t in zip(records, theirs, strict=True):
+        m = rec.metrics
+        assert m.ttft_ms == pytest.approx(t["time_to_first_token"]["value"], abs=1e-3)
+        assert m.itl_ms == pytest.approx(t["inter_chunk_latency"]["value"], abs=1e-6)
+        assert m.e2e_ms == pytest.approx(t["request_latency"]["value"], abs=0.5)
+        # AIPerf's own inter_token_latency divides its decode time by its count of the text
+        # re-tokenized (output_sequence_length, 16-18 here); TPOT divides by the server's usage
+        n = t["usage_completion_tokens"]["value"]
+        assert m.completion_tokens == n == 16
+        assert m.tpot_ms == pytest.approx(t["decode_duration"]["value"] / (n - 1), abs=1e-3)
+        osl = t["output_sequence_length"]["value"]
+        assert t["inter_token_latency"]["value"] == pytest.approx(
+            t["decode_duration"]["value"] / (osl - 1), abs=1e-3)
+        assert m.reasoning_tokens == t["usage_reasoning_tokens"]["value"] and m.ttfa_ms is None
+
+
+def test_warm_up_records_are_left_out_and_bad_files_name_what_is_wrong(tmp_path: Path) -> None:
+    lines = AIP.read_text("utf-8").splitlines()
+    warm = json.loads(lines[0])
+    warm["metadata"]["benchmark_phase"] = "warmup"
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("\n".join([json.dumps(warm), *lines[1:]]) + "\n")
+    assert len(read_result(mixed)[1]) == len(lines) - 1
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"a": 1}\n{"b": 2}\n')
+    with pytest.raises(PresetError, match=re.escape("not AIPerf's profile_export.jsonl")):
+        read_result(other)
+    empty = tmp_path / "guidellm.json"
+    empty.write_text(json.dumps({"benchmarks": [{"config": {}}]}))
+    with pytest.raises(PresetError, match=re.escape("benchmarks[].requests")):
+        read_result(empty)
+    assert variant_name("vllm bench serve (result)") == "vllm-bench-serve-result"
+
+
+def test_two_imported_tools_get_calibrated_verdicts(tmp_path: Path) -> None:
+    env = {**os.environ, "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "playground.cli", *args],
+                              capture_output=True, text=True, env=env, timeout=120)
+
+    for f in (GUIDE, AIP):
+        out = cli("runs", "import", str(f))
+        assert out.returncode == 0 and "imported 8 requests (0 failed)" in out.stdout, out.stderr
+    a, b = sorted((tmp_path / "runs" / "imported").glob("*.jsonl"))
+    assert {read_run(p).meta.model_extra["tool"] for p in (a, b)} == {GUIDELLM, AIPERF}  # type: ignore[index]
+    cmp = cli("runs", "compare", str(a), str(b))
+    assert cmp.returncode == 0, cmp.stderr
+    verdicts = cmp.stdout[cmp.stdout.index("A: GuideLLM"):]
+    assert "vs B: AIPerf" in verdicts and "guidellm-concurrent-2 vs aiperf" in verdicts
+    assert "no ITL distribution" in verdicts and "warm-up records left out" in verdicts
+    for label in ("TTFT", "TPOT", "E2E"):
+        line = next(x for x in verdicts.splitlines() if x.strip().startswith(f"- {label} p50"))
+        assert "[95% CI" in line and ("no detectable difference" in line
+                                      or "B is lower" in line or "B is higher" in line), line
