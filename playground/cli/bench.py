@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import string
 import sys
 from pathlib import Path
+from typing import Any
 
 from playground.errors import ValidationFailed
 from playground.lab import imports, monitor, versus
 from playground.lab.bench import run_experiment
 from playground.lab.store import Run, RunStore, read_run
 from playground.lab.summary import summarize_run, write_outputs
+from playground.outputs import html
 from playground.outputs.fmt import DEMO_NOTICE, at_once_text
 from playground.outputs.tables import (
     GRID_HEADERS,
@@ -156,8 +159,9 @@ def watch_runs(settings: Settings, *, p95_ms: float, kind: str = "bench",
     return 1 if latest.crossed else 0
 
 
-def compare_runs(settings: Settings, paths: list[Path]) -> int:
-    """Each run's report, then run A vs run B with calibrated verdicts (lab/versus)."""
+def compare_runs(settings: Settings, paths: list[Path], html_out: Path | None = None) -> int:
+    """Each run's report, then run A vs each other run with calibrated verdicts (lab/versus);
+    with `html_out`, the runs side by side on one page (outputs/versus_view)."""
     for p in paths:
         if not p.is_file():
             raise ValidationFailed("runs", f"no such run file {p}")
@@ -167,9 +171,30 @@ def compare_runs(settings: Settings, paths: list[Path]) -> int:
         print(report_text(run))
         print()
     sides = [versus.Side(f"{ab}: {who(run)} ({p.name})", run)
-             for ab, p, run in zip("AB", paths, runs, strict=True)]
-    print("\n".join(versus.versus(*sides)))
+             for ab, p, run in zip(string.ascii_uppercase, paths, runs, strict=False)]
+    for other in sides[1:]:
+        print("\n".join(versus.versus(sides[0], other)))
+    if html_out is not None:
+        html_out.parent.mkdir(parents=True, exist_ok=True)
+        html_out.write_text(html.versus(*side_by_side(sides)), "utf-8")
+        print(f"wrote {html_out}")
     return 0
+
+
+def side_by_side(sides: list[versus.Side]
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What outputs/html.versus draws: each run's facts and records, and the first run's
+    verdict table against each other run."""
+    runs = [{"name": s.name, "tool": who(s.run), "model": s.run.meta.model or "?",
+             "n": len(s.run.timed), "failed": sum(not r.ok for r in s.run.timed),
+             "notes": (s.run.meta.model_extra or {}).get("notes")
+             or "this project's own measurement", "timed": s.run.timed} for s in sides]
+    tables = [{"heading": f"{sides[0].name} vs {b.name}",
+               "rows": [(j.group, f"{j.label} p50",
+                         f"{j.effect.n_baseline} vs {j.effect.n_variant}",
+                         j.text_for(b.name.split(":")[0]))
+                        for j in versus.judged(sides[0].run, b.run)]} for b in sides[1:]]
+    return runs, tables
 
 
 def who(run: Run) -> str:

@@ -74,11 +74,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
             print("error: runs watch needs --p95-ms N (the alert threshold)", file=sys.stderr)
             return 2
         return watch_runs(settings, p95_ms=args.p95_ms, kind=args.kind, metric=args.metric)
-    if len(args.runs) != 2:
-        print("error: runs compare needs two run files (see `playground runs list`)",
+    if len(args.runs) < 2:
+        print("error: runs compare needs two or more run files (see `playground runs list`)",
               file=sys.stderr)
         return 2
-    return compare_runs(settings, [Path(r) for r in args.runs])
+    return compare_runs(settings, [Path(r) for r in args.runs],
+                        Path(args.html) if args.html else None)
 
 
 def _ray_arg(p: argparse.ArgumentParser) -> None:
@@ -238,10 +239,13 @@ def parser() -> argparse.ArgumentParser:
                        "import another tool's result, or watch the latest (exit 1 above the "
                        "threshold: for CI or cron)")
     p.add_argument("action", choices=["list", "compare", "import", "watch"])
-    p.add_argument("runs", nargs="*", help="two run files for `compare`; for `import`, a "
-                   "`vllm bench serve --save-result --save-detailed` JSON file, GuideLLM's "
-                   "benchmarks JSON or AIPerf's profile_export.jsonl")
+    p.add_argument("runs", nargs="*", help="two or more run files for `compare` (the first "
+                   "against each other); for `import`, a `vllm bench serve --save-result "
+                   "--save-detailed` JSON file, GuideLLM's benchmarks JSON or AIPerf's "
+                   "profile_export.jsonl")
     p.add_argument("--label", help="import: the name the imported run's requests get")
+    p.add_argument("--html", help="compare: also write the runs side by side to this HTML file "
+                   "(distributions, each run's timeline from its start, verdict tables)")
     p.add_argument("--p95-ms", type=float, help="alert threshold: a run whose p95 is above "
                    "it is flagged (list) or fails (watch)")
     p.add_argument("--metric", default="e2e_ms", help="which latency's p95 (default e2e_ms; "

@@ -71,18 +71,24 @@ def _int(x: Any) -> int | None:
 
 def _record(variant: Variant, model: str, i: int, tool: str, *, first: float | None,
             first_chunk: float | None, last: float | None, times: list[float],
-            usage: Usage, reasoning: bool, error: str | None) -> RequestRecord:
+            usage: Usage, reasoning: bool, error: str | None, sent: float = 0.0
+            ) -> RequestRecord:
+    """`first`, `first_chunk`, `last`, `times`: seconds since this request was sent; `sent`:
+    seconds since the run's first request was sent (its place on the run's time axis)."""
     request = {"model": model, "stream": True, "imported_from": tool}
     if error is not None or first is None or last is None:
         return RequestRecord(
             variant=variant, base_url="", status="error", request=request,
-            raw=RawTimings(streaming=True, t_send=0.0, usage=usage),
+            raw=RawTimings(streaming=True, t_send=sent, usage=usage),
             error=ErrorInfo(type=tool, message=error or "no first token"), trial=i,
             phase="timed", example=i, repetition=0)
-    raw = RawTimings(streaming=True, t_send=0.0, t_first_chunk=first_chunk,
+    first, last = sent + first, sent + last
+    raw = RawTimings(streaming=True, t_send=sent,
+                     t_first_chunk=None if first_chunk is None else sent + first_chunk,
                      t_first_reasoning=first if reasoning else None,
                      t_first_content=None if reasoning else first, t_last=last,
-                     token_times=times, usage=usage, finish_reason="length")
+                     token_times=[sent + t for t in times], usage=usage,
+                     finish_reason="length")
     return RequestRecord(variant=variant, base_url="", status="done", request=request, raw=raw,
                          trial=i, phase="timed", example=i, repetition=0)
 
@@ -94,6 +100,9 @@ def read_guidellm(doc: dict[str, Any], path: Path, label: str | None
         raise PresetError("benchmarks", "empty: GuideLLM wrote no benchmark", source=str(path))
     model = "?"
     records: list[RequestRecord] = []
+    starts = [_num(r.get("request_start_time")) for b in benches
+              for rs in (b.get("requests") or {}).values() if isinstance(rs, list) for r in rs]
+    t0 = min((t for t in starts if t is not None), default=0.0)
     for b in benches:
         config = b.get("config") or {}
         model = str((config.get("backend") or {}).get("model") or model)
@@ -109,14 +118,14 @@ def read_guidellm(doc: dict[str, Any], path: Path, label: str | None
                               "JSON with its per-request lists", source=str(path))
         for status in ("successful", "errored", "incomplete"):
             for r in requests.get(status) or []:
-                records.append(_guidellm_request(variant, model, len(records), r, status))
+                records.append(_guidellm_request(variant, model, len(records), r, status, t0))
     meta = RunMeta(model=model, tool=GUIDELLM, imported_from=str(path), notes=NOTES[GUIDELLM],
                    tool_version=(doc.get("metadata") or {}).get("guidellm_version"))
     return meta, records
 
 
 def _guidellm_request(variant: Variant, model: str, i: int, r: dict[str, Any],
-                      status: str) -> RequestRecord:
+                      status: str, t0: float) -> RequestRecord:
     timings = (r.get("info") or {}).get("timings") or {}
     start = _num(r.get("request_start_time")) or _num(timings.get("request_start"))
 
@@ -134,13 +143,16 @@ def _guidellm_request(variant: Variant, model: str, i: int, r: dict[str, Any],
     return _record(variant, model, i, GUIDELLM, first=since("first_token_iteration"),
                    first_chunk=since("first_request_iteration"),
                    last=since("last_token_iteration") or since("request_end"), times=[],
-                   usage=usage, reasoning=reasoning, error=error)
+                   usage=usage, reasoning=reasoning, error=error,
+                   sent=0.0 if start is None else start - t0)
 
 
 def read_aiperf(lines: list[dict[str, Any]], path: Path, label: str | None, model: str = "?"
                 ) -> tuple[RunMeta, list[RequestRecord]]:
     variant = Variant(name=variant_name(label or "aiperf"), stream=True)
     records: list[RequestRecord] = []
+    starts = [(x.get("metadata") or {}).get("request_start_ns") for x in lines]
+    t0 = min((t for t in starts if isinstance(t, int)), default=0)
     for n, line in enumerate(lines, 1):
         meta = line.get("metadata")
         metrics = line.get("metrics")
@@ -165,11 +177,13 @@ def read_aiperf(lines: list[dict[str, Any]], path: Path, label: str | None, mode
                  if first is not None else [])
         last = times[-1] if times else (e2e / 1000 if e2e is not None else None)
         error = line.get("error")
+        start = meta.get("request_start_ns")
         records.append(_record(
             variant, model, len(records), AIPERF, first=first, first_chunk=first, last=last,
             times=times, usage=usage, reasoning=bool(n_reason),
             error=None if error is None else str(error.get("message", error)
-                                                 if isinstance(error, dict) else error)))
+                                                 if isinstance(error, dict) else error),
+            sent=(start - t0) / 1e9 if isinstance(start, int) else 0.0))
     if not records:
         raise PresetError("metadata.benchmark_phase", "no profiling records (only warm-up?)",
                           source=str(path))

@@ -35,6 +35,35 @@ def groups(a: Run, b: Run) -> list[tuple[str, list[RequestRecord], list[RequestR
     return [("all requests, pooled over variants", a.timed, b.timed)]
 
 
+@dataclass(frozen=True)
+class Judged:
+    """One metric of one group, judged: what the text and the HTML view both show."""
+
+    group: str
+    label: str
+    effect: Effect
+    verdict: str  # lab/calls' call: none / lower / higher / too few samples / not measurable
+
+    @property
+    def text(self) -> str:
+        return said(self.effect, self.verdict)
+
+    def text_for(self, other: str) -> str:
+        """The verdict naming the compared run by its letter ("C is lower")."""
+        return said(self.effect, self.verdict, other)
+
+
+def judged(a: Run, b: Run) -> list[Judged]:
+    """Every group x metric of A vs B, with Holm over all of them."""
+    found: list[tuple[str, str, Effect]] = []
+    for group, ra, rb in groups(a, b):
+        for metric, label in METRICS.items():
+            found.append((group, label, compare(values(ra, metric), values(rb, metric))))
+    adjusted = holm([e.p_value for _, _, e in found])
+    return [Judged(g, label, e, call(e, p))
+            for (g, label, e), p in zip(found, adjusted, strict=True)]
+
+
 def versus(a: Side, b: Side) -> list[str]:
     """The comparison as lines of text (the CLI prints them)."""
     lines = [f"{a.name} vs {b.name}:"]
@@ -42,22 +71,18 @@ def versus(a: Side, b: Side) -> list[str]:
         notes = (side.run.meta.model_extra or {}).get("notes")
         if notes:
             lines.append(f"  ({side.name}: {notes})")
-    found: list[tuple[str, str, Effect]] = []
-    for group, ra, rb in groups(a.run, b.run):
-        for metric, label in METRICS.items():
-            found.append((group, label, compare(values(ra, metric), values(rb, metric))))
-    adjusted = holm([e.p_value for _, _, e in found])
+    rows = judged(a.run, b.run)
     shown = None
-    for (group, label, e), p in zip(found, adjusted, strict=True):
-        if group != shown:
-            lines.append(f"- {group} (n = {e.n_baseline} vs {e.n_variant}):")
-            shown = group
-        lines.append(f"  - {label} p50: {said(e, call(e, p))}")
-    lines.append(f"  (95% intervals by test inversion; Holm over the {len(found)} comparisons)")
+    for j in rows:
+        if j.group != shown:
+            lines.append(f"- {j.group} (n = {j.effect.n_baseline} vs {j.effect.n_variant}):")
+            shown = j.group
+        lines.append(f"  - {j.label} p50: {j.text}")
+    lines.append(f"  (95% intervals by test inversion; Holm over the {len(rows)} comparisons)")
     return lines
 
 
-def said(e: Effect, verdict: str) -> str:
+def said(e: Effect, verdict: str, other: str = "B") -> str:
     if verdict == "not measurable":
         return "not measurable (no values on one side)"
     if verdict == "too few samples":
@@ -65,6 +90,6 @@ def said(e: Effect, verdict: str) -> str:
     ci = (f" [95% CI {e.change_ci[0]:+.1f}, {e.change_ci[1]:+.1f}]"
           if e.change_ci is not None else "")
     change = f", {e.change:+.1f}%{ci}" if e.change is not None else ""
-    what = {"none": "no detectable difference", "lower": "B is lower",
-            "higher": "B is higher"}[verdict]
+    what = {"none": "no detectable difference", "lower": f"{other} is lower",
+            "higher": f"{other} is higher"}[verdict]
     return f"{e.baseline:.2f} -> {e.variant:.2f} ms{change}: {what}"

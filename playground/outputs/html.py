@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from playground.core.phases import Breakdown
 from playground.core.record import RequestRecord
-from playground.outputs import board_view, report_figures, sweep_figure, tables
+from playground.outputs import board_view, report_figures, sweep_figure, tables, versus_view
 from playground.outputs.fmt import DEMO_NOTICE, at_once_text, verdict_color
 from playground.outputs.series_figure import series_figure
 from playground.server.series import Series
@@ -143,6 +143,25 @@ def sweep(doc: dict[str, Any], *, plotlyjs: PlotlyJs = "inline") -> str:
                 "(p99), and a red ring marks a level where the client was the bottleneck."),
         figure=div(fig) if fig else None, stopped=doc.get("stopped") or "",
         headers=SWEEP_HEADERS, rows=rows)
+
+
+def versus(runs: Sequence[dict[str, Any]], tables: Sequence[dict[str, Any]], *,
+           plotlyjs: PlotlyJs = "inline") -> str:
+    """Runs side by side (outputs/versus_view). `runs`: name, tool, model, n, failed, notes and
+    `timed` (the run's timed records) each; `tables`: a heading and rows (requests, metric, n,
+    verdict) each -- the first run against each other run (cli/bench builds both)."""
+    pairs = [(r["name"], r["timed"]) for r in runs]
+    return _env().get_template("versus.html.j2").render(
+        **_plotly(plotlyjs), title="Runs compared",
+        heading=" vs ".join(r["name"] for r in runs), runs=runs,
+        distributions=div(versus_view.distributions(pairs)),
+        timeline=div(versus_view.timeline(pairs)),
+        timeline_note=("A run imported from a tool that keeps no send times (vllm bench "
+                       "serve's result) has all its requests at 0."),
+        method=("Medians of the successful timed requests; the change's 95% interval by test "
+                "inversion of the claims board's permutation test; Holm over the metrics of "
+                "each table."),
+        tables=tables)
 
 
 def phase_bar(b: Breakdown | None, width_px: int = 260) -> str:

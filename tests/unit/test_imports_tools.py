@@ -18,6 +18,7 @@ from playground.errors import PresetError
 from playground.lab.imports import read_result
 from playground.lab.imports_tools import AIPERF, GUIDELLM, variant_name
 from playground.lab.store import read_run
+from playground.outputs.versus_view import timeline
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "imports"
 GUIDE = DATA / "guidellm-benchmarks.json"
@@ -47,6 +48,11 @@ def test_guidellm_requests_keep_its_own_ttft_and_inter_token_latency() -> None:
         assert m.itl_ms == []  # no per-chunk times kept: no ITL invented
         # the demo model's output is all reasoning: TTFT yes, first answer token unknown
         assert t["output"] == "" and m.ttfa_ms is None and m.ttft_ms is not None
+    # each request keeps its place on the run's time axis (from the run's first request)
+    sent = [r.raw.t_send for r in records]
+    assert min(sent) == 0 and max(sent) == pytest.approx(  # type: ignore[type-var]
+        max(t["request_start_time"] for t in theirs) - min(t["request_start_time"]
+                                                           for t in theirs))
 
 
 def test_aiperf_requests_keep_its_ttft_gaps_and_inter_token_latency() -> None:
@@ -68,6 +74,8 @@ def test_aiperf_requests_keep_its_ttft_gaps_and_inter_token_latency() -> None:
         assert t["inter_token_latency"]["value"] == pytest.approx(
             t["decode_duration"]["value"] / (osl - 1), abs=1e-3)
         assert m.reasoning_tokens == t["usage_reasoning_tokens"]["value"] and m.ttfa_ms is None
+    assert min(r.raw.t_send for r in records) == 0  # type: ignore[type-var]
+    assert max(r.raw.t_send for r in records) > 0  # type: ignore[type-var]
 
 
 def test_warm_up_records_are_left_out_and_bad_files_name_what_is_wrong(tmp_path: Path) -> None:
@@ -109,3 +117,34 @@ def test_two_imported_tools_get_calibrated_verdicts(tmp_path: Path) -> None:
         line = next(x for x in verdicts.splitlines() if x.strip().startswith(f"- {label} p50"))
         assert "[95% CI" in line and ("no detectable difference" in line
                                       or "B is lower" in line or "B is higher" in line), line
+
+
+def test_runs_side_by_side_on_one_page(tmp_path: Path) -> None:
+    """`runs compare A B C --html`: every run in the distributions and on its own time axis,
+    and A against each other run with its verdict table."""
+    env = {**os.environ, "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "playground.cli", *args],
+                              capture_output=True, text=True, env=env, timeout=120)
+
+    for f in (GUIDE, AIP):
+        assert cli("runs", "import", str(f)).returncode == 0
+    a, b = sorted((tmp_path / "runs" / "imported").glob("*.jsonl"))
+    page = tmp_path / "out" / "versus.html"
+    out = cli("runs", "compare", str(a), str(b), str(a), "--html", str(page))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("Holm over the 3 comparisons") == 2  # A vs B, A vs C
+    text = page.read_text("utf-8")
+    assert text.count('class="plotly-graph-div"') == 2  # distributions, timeline
+    for letter, tool in (("A", "GuideLLM"), ("B", "AIPerf"), ("C", "GuideLLM")):
+        assert f"{letter}: {tool} (" in text
+    assert "no ITL distribution" in text and "warm-up records left out" in text
+    heads = [h for h in text.split("<h2>")[1:] if " vs " in h.split("</h2>")[0]]
+    assert [h.split("</h2>")[0][:13] for h in heads] == ["A: GuideLLM (", "A: GuideLLM ("]
+    assert "vs C: GuideLLM" in heads[1] and "B is " not in heads[1]
+    assert heads[0].count("[95% CI") == 3 and heads[1].count("no detectable difference") == 3
+    # the timeline: each run's requests at their send times since its own first one
+    fig = timeline([("A", read_run(a).timed), ("B", read_run(b).timed)])
+    xs = [list(t.x) for t in fig.data]
+    assert len(xs) == 4 and all(min(x) == 0 and max(x) > 0.1 for x in xs)
