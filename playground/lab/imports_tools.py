@@ -18,7 +18,8 @@ What each tool keeps, and so what differs (said in each import's notes):
   `inter_token_latency_ms`. A file with several benchmarks (a sweep) gives one variant each.
 - AIPerf (`aiperf profile --export-level records`, profile_export.jsonl): per request,
   `time_to_first_token`, `inter_chunk_latency` (a gap per token; 0 where several tokens
-  arrived in one read) and `request_latency`; warm-up records are left out. Its
+  arrived in one read) and `request_latency` (no first-chunk time: the role chunk is not kept,
+  so vllm bench's TTFT reading stays unknown); warm-up records are left out. Its
   `inter_token_latency` divides the same decode time by its own count of the output text
   re-tokenized (`output_sequence_length`); TPOT divides by the server's usage count, so the two
   differ when the counts do.
@@ -179,7 +180,7 @@ def read_aiperf(lines: list[dict[str, Any]], path: Path, label: str | None, mode
         error = line.get("error")
         start = meta.get("request_start_ns")
         records.append(_record(
-            variant, model, len(records), AIPERF, first=first, first_chunk=first, last=last,
+            variant, model, len(records), AIPERF, first=first, first_chunk=None, last=last,
             times=times, usage=usage, reasoning=bool(n_reason),
             error=None if error is None else str(error.get("message", error)
                                                  if isinstance(error, dict) else error),

@@ -45,6 +45,7 @@ def test_guidellm_requests_keep_its_own_ttft_and_inter_token_latency() -> None:
         assert m.ttft_ms == pytest.approx(t["time_to_first_token_ms"], abs=1e-3)
         assert m.tpot_ms == pytest.approx(t["inter_token_latency_ms"], abs=1e-3)  # our TPOT
         assert m.tpot_ms < t["time_per_output_token_ms"]  # theirs holds TTFT too
+        assert m.first_chunk_ms is not None and m.first_chunk_ms <= m.ttft_ms  # the role chunk
         assert m.itl_ms == []  # no per-chunk times kept: no ITL invented
         # the demo model's output is all reasoning: TTFT yes, first answer token unknown
         assert t["output"] == "" and m.ttfa_ms is None and m.ttft_ms is not None
@@ -63,6 +64,7 @@ def test_aiperf_requests_keep_its_ttft_gaps_and_inter_token_latency() -> None:
     for rec, t in zip(records, theirs, strict=True):
         m = rec.metrics
         assert m.ttft_ms == pytest.approx(t["time_to_first_token"]["value"], abs=1e-3)
+        assert m.first_chunk_ms is None  # AIPerf keeps no role-chunk time: not invented
         assert m.itl_ms == pytest.approx(t["inter_chunk_latency"]["value"], abs=1e-6)
         assert m.e2e_ms == pytest.approx(t["request_latency"]["value"], abs=0.5)
         # AIPerf's own inter_token_latency divides its decode time by its count of the text
