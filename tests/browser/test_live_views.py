@@ -32,14 +32,20 @@ def columns(page: Page, n: int) -> None:
     expect(page.get_by_text(f"Variant {n}", exact=True)).to_be_visible()
 
 
-def latest_run(runs: Path, before: set[Path]) -> list:
-    deadline = time.monotonic() + 60  # bounded: the run file is written as the run ends
+def latest_run(runs: Path, before: set[Path], count: int | None = None) -> list:
+    """The requests of the run that started after `before`; with `count`, once it holds that
+    many (each request is appended as it ends: a column's metrics line still shows the last
+    run's E2E, faded, until the new run's own arrives, so it cannot say that a run ended)."""
+    deadline = time.monotonic() + 120
+    got: list = []
     while time.monotonic() < deadline:
         new = set(RunStore(runs).list_runs("playground")) - before
         if new:
-            return read_run(new.pop()).requests
+            got = read_run(new.pop()).requests
+            if count is None or len(got) >= count:
+                return got
         time.sleep(0.2)
-    raise AssertionError("no run file")
+    raise AssertionError(f"no run file with {count} requests (last seen: {len(got)})")
 
 
 def runs_now(runs: Path) -> set[Path]:
@@ -55,7 +61,7 @@ def test_three_columns_in_fair_mode_run_one_after_another(page: Page, app_runs: 
     page.get_by_role("button", name="Run", exact=True).click()
     for i in range(3):
         expect(page.locator(f"#metrics-{i}")).to_contain_text("E2E", timeout=LONG)
-    recs = latest_run(app_runs, before)
+    recs = latest_run(app_runs, before, 3)
     assert len(recs) == 3
     for a, b in pairwise(recs):  # each starts after the one before ended
         assert a.raw.t_last is not None and b.raw.t_send is not None
@@ -106,10 +112,10 @@ def test_four_columns_stream_through_the_live_feed(page: Page, app_runs: Path) -
         # line (a timer can be throttled on a busy page, a mutation observer's callback is not)
         page.evaluate(PROBE_JS)
         page.get_by_role("button", name="Run", exact=True).click()
+        recs = latest_run(app_runs, before, 4)  # this run's four, not the last run's E2E
         for i in range(4):
             expect(page.locator(f"#metrics-{i}")).to_contain_text("E2E", timeout=LONG)
         page.evaluate("() => clearInterval(window.probeTimer)")
-        recs = latest_run(app_runs, before)
         assert len(recs) == 4
         first_end = min(r.raw.t_last for r in recs if r.raw.t_last is not None)
         assert all(r.raw.t_send is not None and r.raw.t_send < first_end for r in recs)
