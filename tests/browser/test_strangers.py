@@ -11,7 +11,6 @@ was still on), never a duration.
 from __future__ import annotations
 
 import http.client
-import re
 import secrets
 import threading
 import time
@@ -148,14 +147,9 @@ def test_a_live_flood_touches_no_other_page(browser, shared: Shared,  # type: ig
     finally:
         for conn, _ in held:
             conn.close()
-    # clean-up, not the row's claim (Stop has rows of its own): on this 2-core box the text
-    # of an 8,000-token run can reach the app ~25 s behind vLLM's engine (somewhere between
-    # the engine and the app: vLLM's API server or this test's proxy), so it may still be
-    # arriving after the server has finished, and the run ends by itself (V45: TTFT 26 s, the
-    # server's decode 27.5 s, E2E 55 s). Either way the column ends.
-    victim.get_by_role("button", name="Stop", exact=True).click(force=True)
-    expect(victim.locator("#metrics-0")).to_contain_text(re.compile("stopped|E2E"),
-                                                         timeout=LONG)
+    # clean-up, not the row's claim: the visitor leaves, which stops the run (a row of its
+    # own). Not a click on Stop: with a busy loop on one core, the page streaming 8,000 tokens
+    # did not take the click within 30 s (V64: "performing click action" timed out)
     victim.context.close()
     statuses = sorted({s for s in churned})
     observed(f"another visitor meanwhile: {said(took)}; no login: {anonymous}; 300 dropped: "
