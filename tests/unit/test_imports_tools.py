@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,17 @@ from playground.outputs.versus_view import timeline
 DATA = Path(__file__).resolve().parents[1] / "data" / "imports"
 GUIDE = DATA / "guidellm-benchmarks.json"
 AIP = DATA / "aiperf-profile_export.jsonl"
+
+
+def cli_in(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`playground ARGS` with its runs under tmp_path."""
+    env = {**os.environ, "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "playground.cli", *args],
+                              capture_output=True, text=True, env=env, timeout=120)
+
+    return cli
 
 
 def test_the_files_were_written_by_the_real_tools() -> None:
@@ -99,11 +111,7 @@ def test_warm_up_records_are_left_out_and_bad_files_name_what_is_wrong(tmp_path:
 
 
 def test_two_imported_tools_get_calibrated_verdicts(tmp_path: Path) -> None:
-    env = {**os.environ, "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
-
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "playground.cli", *args],
-                              capture_output=True, text=True, env=env, timeout=120)
+    cli = cli_in(tmp_path)
 
     for f in (GUIDE, AIP):
         out = cli("runs", "import", str(f))
@@ -124,11 +132,7 @@ def test_two_imported_tools_get_calibrated_verdicts(tmp_path: Path) -> None:
 def test_runs_side_by_side_on_one_page(tmp_path: Path) -> None:
     """`runs compare A B C --html`: every run in the distributions and on its own time axis,
     and A against each other run with its verdict table."""
-    env = {**os.environ, "PLAYGROUND_RUNS_DIR": str(tmp_path / "runs")}
-
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "playground.cli", *args],
-                              capture_output=True, text=True, env=env, timeout=120)
+    cli = cli_in(tmp_path)
 
     for f in (GUIDE, AIP):
         assert cli("runs", "import", str(f)).returncode == 0
