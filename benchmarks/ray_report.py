@@ -22,6 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from playground.core.sweep_doc import SweepDoc
 from playground.lab.paired import judge, paired_ratio, pairs_needed
 from playground.outputs import html
 
@@ -43,7 +44,8 @@ def copy(src: Path, out: Path) -> dict[str, Any]:
             with (src / name).open("rb") as f, gzip.open(out / f"{name}.gz", "wb") as g:
                 shutil.copyfileobj(f, g)
     if HTML:  # the Pareto view, generated: not committed
-        (out / "sweep.html").write_text(html.sweep(doc, plotlyjs="cdn"), "utf-8")
+        (out / "sweep.html").write_text(html.sweep(SweepDoc.model_validate(doc),
+                                                   plotlyjs="cdn"), "utf-8")
     return doc
 
 

@@ -31,6 +31,7 @@ import ladder_report  # noqa: E402  (benchmarks/ladder_report.py)
 import load_report  # noqa: E402  (benchmarks/load_report.py)
 
 from playground.claims.board import refamily  # noqa: E402
+from playground.core.results import RunSummary  # noqa: E402
 from playground.lab.store import Run, RunMeta, parse_line  # noqa: E402
 from playground.lab.summary import summarize_run  # noqa: E402
 from playground.outputs import html  # noqa: E402
@@ -318,17 +319,17 @@ def sections(out: Path, env: dict[str, Any], steps: dict[str, Any], pngs: list[P
         res = load(out / f"{name}.json")
         if not res:
             continue
-        summary = res["summary"]
+        summary = RunSummary.model_validate(res["summary"])  # typed (core/results)
         lines += ["", f"## {title}", "", md_table(SUMMARY_HEADERS, summary_rows(summary))]
-        if summary.get("grid"):
-            lines += ["", md_table(GRID_HEADERS, grid_rows(summary["grid"]))]
+        if summary.grid:
+            lines += ["", md_table(GRID_HEADERS, grid_rows(summary.grid))]
         tpot = [[r[0], r[-2], r[-1]] for r in why_rows(summary)]
-        floor = summary.get("floor_ms")
+        floor = summary.floor_ms
         lines += ["", f"Physical floor (weights / HBM bandwidth, batch 1): "
                   f"{_f(floor, 4)} ms per decode step.", "",
                   md_table(["variant", "TPOT p50", "x above the floor"], tpot)]
-        if summary.get("phases"):
-            ph = summary["phases"]
+        if summary.phases:
+            ph = summary.phases
             names = sorted({k for v in ph.values() for k in v})
             lines += ["", "Where the time went (median ms per phase):", "",
                       md_table(["variant", *names],

@@ -103,21 +103,21 @@ def report_text(run: Run, *, ttft_slo_ms: float | None = None,
                 e2e_slo_ms: float | None = None) -> str:
     summary = summarize_run(run, ttft_slo_ms=ttft_slo_ms, e2e_slo_ms=e2e_slo_ms)
     lines = [text_table(as_dicts(SUMMARY_HEADERS, summary_rows(summary)), SUMMARY_HEADERS), ""]
-    lines += [f"- {c['verdict']}" for c in summary["comparisons"]]
+    lines += [f"- {c.verdict}" for c in summary.comparisons]
     lines += [f"WARNING {w}" for w in at_once_text(summary)]
     heads = [*WHY_HEADERS]
-    heads[4] = f"goodput ({objectives(summary['slo'])})"
+    heads[4] = f"goodput ({objectives(summary.slo)})"
     lines += ["", "TTFT by definition (p50 ms), goodput and the physical floor"
-              + (f" ({summary['floor_ms']:.3f} ms/token)" if summary["floor_ms"] else "") + ":",
+              + (f" ({summary.floor_ms:.3f} ms/token)" if summary.floor_ms else "") + ":",
               text_table(as_dicts(heads, why_rows(summary)), heads)]
-    if summary["grid"]:
+    if summary.grid:
         lines += ["", "Thinking x guided JSON:",
-                  text_table(as_dicts(GRID_HEADERS, grid_rows(summary["grid"])), GRID_HEADERS)]
+                  text_table(as_dicts(GRID_HEADERS, grid_rows(summary.grid)), GRID_HEADERS)]
     bg = run.background
     if bg is not None and bg.requests_in_flight:
         lines.append(f"\nunder load: {bg.describe()}")
-    if summary["server"] is not None:
-        lines.append(f"\nthe server meanwhile: {summary['server']['text']}")
+    if summary.server is not None:
+        lines.append(f"\nthe server meanwhile: {summary.server.text}")
     if run.meta.demo_model:
         lines.append(f"\nNOTE: {DEMO_NOTICE}")
     return "\n".join(lines)

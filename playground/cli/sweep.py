@@ -9,14 +9,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from playground.core.results import ServerSummary
+from playground.core.sweep_doc import SweepDoc, SweepLevel
 from playground.errors import ValidationFailed
 from playground.lab import sweep
 from playground.lab.arrivals import parse_rates
 from playground.lab.engine import available
 from playground.outputs import html
 from playground.server.http import server_info
-from playground.server.machine import describe
-from playground.server.series import Sampler, Series, interval_for
+from playground.server.machine import describe as machine
+from playground.server.series import Sampler, Series, describe, interval_for, read_levels
 from playground.settings import Settings
 
 
@@ -56,11 +58,10 @@ def run_sweep(settings: Settings, levels_text: str, out: Path, *, engine: str = 
     served = next((m for m in info.models if m.id == settings.model), info.models[0])
     model = served.id
     out.mkdir(parents=True, exist_ok=True)
-    env = describe()
-    doc: dict[str, Any] = {
-        "base_url": settings.base_url, "model": model, "vllm": info.version,
-        "date": time.strftime("%Y-%m-%d %H:%M"), "machine": env, "output_len": output_len,
-        "engine": engine, "vllm_bench_rows": "role-aligned", "levels": []}
+    env = machine()
+    doc = SweepDoc(base_url=settings.base_url, model=model, vllm=info.version,
+                   date=time.strftime("%Y-%m-%d %H:%M"), machine=env, output_len=output_len,
+                   engine=engine, vllm_bench_rows="role-aligned")
     # warm-up: a few requests through the load path, outside every timed level
     sweep.ours(settings.base_url, key, model, sweep.prompts("warm", 4), output_len, 2)
     (out / "server-series.jsonl").unlink(missing_ok=True)
@@ -84,36 +85,41 @@ def run_sweep(settings: Settings, levels_text: str, out: Path, *, engine: str = 
                     rows, wall = sweep.vllm_bench(settings.base_url, key, model, served.root,
                                                   texts, output_len, c, python, out / "work")
             writer.write(c, 0, tool, rows)
-            level = {"concurrency": c, "engine": tool, **ran,
-                     **sweep.summarise(rows, [wall]),
-                     "server": keep_series(out, f"c{c}", sampler.series)}
-            doc["levels"].append(level)
+            level = SweepLevel(concurrency=c, engine=tool, **ran,
+                               **sweep.summarise(rows, [wall]),
+                               server=keep_series(out, f"c{c}", sampler.series))
+            doc.levels.append(level)
             _write(out, doc)
-            print(f"c{c:<5} {tool:11} n={level['n']:<5} failed={level['failed']:<3} "
-                  f"TTFT p50 {_ms(level['ttft_p50_ms'])} p99 {_ms(level['ttft_p99_ms'])}  "
-                  f"TPOT p50 {_ms(level['tpot_p50_ms'])}  ITL p99 {_ms(level['itl_p99_ms'])}  "
-                  f"{level['req_per_s'] or 0:.1f} req/s", flush=True)
+            print(f"c{c:<5} {tool:11} n={level.n:<5} failed={level.failed:<3} "
+                  f"TTFT p50 {_ms(level.ttft_p50_ms)} p99 {_ms(level.ttft_p99_ms)}  "
+                  f"TPOT p50 {_ms(level.tpot_p50_ms)}  ITL p99 {_ms(level.itl_p99_ms)}  "
+                  f"{level.req_per_s or 0:.1f} req/s", flush=True)
     finally:
         writer.close()
     print(f"-> {out / 'sweep.json'}, {out / 'sweep.html'}, {out / 'sweep-requests.csv'}",
           file=sys.stderr)
-    return 0 if all(lv["failed"] == 0 for lv in doc["levels"]) else 1
+    return 0 if all(lv.failed == 0 for lv in doc.levels) else 1
 
 
-def _write(out: Path, doc: dict[str, Any]) -> None:
-    """sweep.json, and its report sweep.html (the Pareto view), after every level."""
-    (out / "sweep.json").write_text(json.dumps(doc, indent=1), "utf-8")
-    (out / "sweep.html").write_text(html.sweep(doc), "utf-8")
+def _write(out: Path, doc: SweepDoc) -> None:
+    """sweep.json (core/sweep_doc.SweepDoc), and its report sweep.html (the Pareto view and
+    the server's series), after every level."""
+    (out / "sweep.json").write_text(json.dumps(doc.model_dump(mode="json", exclude_none=True),
+                                               indent=1), "utf-8")
+    kept = out / "server-series.jsonl"
+    levels = read_levels(kept.read_text("utf-8").splitlines()) if kept.is_file() else []
+    (out / "sweep.html").write_text(html.sweep(doc, series=levels), "utf-8")
 
 
-def keep_series(out: Path, level: str, series: Series) -> dict[str, Any]:
+def keep_series(out: Path, level: str, series: Series) -> ServerSummary:
     """A level's server (and GPU) samples appended to server-series.jsonl (one typed record a
     line, tagged with the level); its summary (peaks, counter changes, gaps, why there is no
     GPU telemetry) for sweep.json."""
     with (out / "server-series.jsonl").open("a", encoding="utf-8") as f:
         for sample in [*series.samples, *series.gpu]:
             f.write(json.dumps({"level": level, **sample.model_dump()}) + "\n")
-    return series.summary()
+    found = series.summary()
+    return ServerSummary(**found, text=describe(found))
 
 
 def _ms(x: float | None) -> str:
@@ -144,12 +150,10 @@ def run_rate_sweep(settings: Settings, rates_text: str, out: Path, *, arrival: s
         raise ValidationFailed("--base-url", f"{settings.base_url} serves no model")
     model = next((m for m in info.models if m.id == settings.model), info.models[0]).id
     out.mkdir(parents=True, exist_ok=True)
-    doc: dict[str, Any] = {
-        "base_url": settings.base_url, "model": model, "vllm": info.version,
-        "date": time.strftime("%Y-%m-%d %H:%M"), "machine": describe(),
-        "output_len": output_len, "engine": "playground (open loop)", "arrival": arrival,
-        "burstiness": burstiness, "seed": seed, "max_concurrency": max_concurrency,
-        "levels": [], "stopped": ""}
+    doc = SweepDoc(base_url=settings.base_url, model=model, vllm=info.version,
+                   date=time.strftime("%Y-%m-%d %H:%M"), machine=machine(),
+                   output_len=output_len, engine="playground (open loop)", arrival=arrival,
+                   burstiness=burstiness, seed=seed, max_concurrency=max_concurrency)
     sweep.ours(settings.base_url, key, model, sweep.prompts("warm", 4), output_len, 2)
     (out / "server-series.jsonl").unlink(missing_ok=True)
     every = interval_for(settings.base_url, settings.series_interval_s)
@@ -161,24 +165,23 @@ def run_rate_sweep(settings: Settings, rates_text: str, out: Path, *, arrival: s
                 rows, wall = sweep.ours_at(settings.base_url, key, model, texts, output_len,
                                            rate, seed=seed, max_concurrency=max_concurrency)
             writer.write(max_concurrency or 0, 0, "playground", rows, rate=rate.per_s)
-            level = {"rate_per_s": rate.per_s if rate.per_s != float("inf") else "inf",
-                     "profile": rate.label(), **sweep.summarise(rows, [wall]),
-                     "server": keep_series(out, f"rate {rate.per_s:g}", sampler.series)}
-            doc["levels"].append(level)
-            print(f"{rate.label():24} n={level['n']:<5} failed={level['failed']:<3} "
-                  f"{level['req_per_s'] or 0:.2f} req/s  TTFT p50 {_ms(level['ttft_p50_ms'])}"
-                  f" (from schedule {_ms(level.get('ttft_from_due_p50_ms'))})  send delay "
-                  f"p50 {_ms(level.get('send_delay_p50_ms'))} p99 "
-                  f"{_ms(level.get('send_delay_p99_ms'))}"
-                  f"{'  CLIENT-BOUND' if level.get('client_bound') else ''}", flush=True)
-            if len(doc["levels"]) > 1 and (why := sweep.saturated(doc["levels"][-2], level)):
-                doc["stopped"] = why
+            level = SweepLevel(rate_per_s=rate.per_s if rate.per_s != float("inf") else "inf",
+                               profile=rate.label(), **sweep.summarise(rows, [wall]),
+                               server=keep_series(out, f"rate {rate.per_s:g}", sampler.series))
+            doc.levels.append(level)
+            print(f"{rate.label():24} n={level.n:<5} failed={level.failed:<3} "
+                  f"{level.req_per_s or 0:.2f} req/s  TTFT p50 {_ms(level.ttft_p50_ms)}"
+                  f" (from schedule {_ms(level.ttft_from_due_p50_ms)})  send delay "
+                  f"p50 {_ms(level.send_delay_p50_ms)} p99 {_ms(level.send_delay_p99_ms)}"
+                  f"{'  CLIENT-BOUND' if level.client_bound else ''}", flush=True)
+            if len(doc.levels) > 1 and (why := sweep.saturated(doc.levels[-2], level)):
+                doc.stopped = why
                 print(why, flush=True)
             _write(out, doc)
-            if doc["stopped"]:
+            if doc.stopped:
                 break
     finally:
         writer.close()
     print(f"-> {out / 'sweep.json'}, {out / 'sweep.html'}, {out / 'sweep-requests.csv'}",
           file=sys.stderr)
-    return 0 if all(lv["failed"] == 0 for lv in doc["levels"]) else 1
+    return 0 if all(lv.failed == 0 for lv in doc.levels) else 1

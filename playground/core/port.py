@@ -18,7 +18,8 @@ from playground.core.pool import ClientName, ClientPool
 from playground.core.request import ChatRequest
 from playground.server.floor import server_floor
 from playground.server.http import ServerInfo, aserver_info, atokenize_count
-from playground.server.series import Sampler
+from playground.server.series import Sampler, SeriesSampler
+from playground.server.shared_series import SharedSamplers
 from playground.settings import Settings
 
 
@@ -46,7 +47,7 @@ class Port(Protocol):
     async def floor_ms(self, settings: Settings, base_url: str, api_key: str
                        ) -> float | None: ...
 
-    def sampler(self, base_url: str, interval_s: float) -> Sampler: ...
+    def sampler(self, base_url: str, interval_s: float) -> SeriesSampler: ...
 
 
 class Live:
@@ -74,6 +75,17 @@ class Live:
     def sampler(self, base_url: str, interval_s: float) -> Sampler:
         """What the server does during a run: its /metrics every `interval_s` (not started)."""
         return Sampler(base_url, interval_s)
+
+
+class SharedLive(Live):
+    """Live, sampling each server through the app's one sampler per server
+    (server/shared_series) instead of one per run: the Benchmark and Claims tabs' port."""
+
+    def __init__(self, samplers: SharedSamplers) -> None:
+        self.samplers = samplers
+
+    def sampler(self, base_url: str, interval_s: float) -> SeriesSampler:
+        return self.samplers.leased(base_url)
 
 
 class Remembering(Live):

@@ -24,15 +24,11 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
-from playground.lab.stats import Interval, clean
-
-Kind = Literal["time", "rate"]
-Call = Literal["lower", "higher", "none", "too few samples", "not measurable"]
+from playground.core.estimates import Call, Effect, Interval, Kind
+from playground.lab.stats import clean
 
 ALPHA = 0.05
 EXACT_MAX = 4_000  # up to 7 vs 7 values (3,432 splits): every split
@@ -105,35 +101,6 @@ def invert(accepted: Callable[[float], bool], est: float, far: float, steps: int
         return (inside + outside) / 2
 
     return edge(est - far), edge(est + far)
-
-
-@dataclass(frozen=True)
-class Effect:
-    """Variant vs baseline. Times: medians (ms); `change` in % of the baseline's median, `diff`
-    in ms, `ratio` = baseline / variant (a speed-up). Rates (0..1 per request): means shown in
-    %, `change` = `diff` in percentage points. Intervals: 95%, from inverting the test."""
-
-    kind: Kind
-    n_baseline: int
-    n_variant: int
-    baseline: float | None
-    variant: float | None
-    diff: float | None
-    diff_ci: Interval | None
-    change: float | None
-    change_ci: Interval | None
-    ratio: float | None
-    ratio_ci: Interval | None
-    p_value: float | None = None
-    min_p: float | None = None
-
-    @property
-    def measurable(self) -> bool:
-        return self.p_value is not None
-
-    @property
-    def unit(self) -> str:
-        return "pp" if self.kind == "rate" else "%"
 
 
 def _empty(kind: Kind, n_b: int, n_v: int) -> Effect:

@@ -14,13 +14,13 @@ the claims board and the GPU sweep cannot disagree on what "p50" or "confirmed" 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
+from playground.core.estimates import Interval, Summary
+
 Stat = Literal["median", "mean"]
-Interval = tuple[float, float]
 
 N_BOOT = 2000
 LEVEL = 0.95
@@ -40,17 +40,6 @@ def percentile(values: Sequence[float | None], q: float) -> float | None:
 
 def median(values: Sequence[float | None]) -> float | None:
     return percentile(values, 50)
-
-
-@dataclass(frozen=True)
-class Summary:
-    n: int
-    mean: float | None
-    p50: float | None
-    p95: float | None
-    p99: float | None
-    stdev: float | None
-    median_ci: Interval | None
 
 
 def summarize(values: Sequence[float | None], *, seed: int = 0) -> Summary:

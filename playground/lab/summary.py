@@ -1,19 +1,28 @@
-"""A finished (or stopped) benchmark run -> its summary document, and the files written from it.
+"""A finished (or stopped) benchmark run -> its typed summary, and the files written from it.
 
 Works from the run's typed records alone (lab/store.Run), without knowing how they were
 measured. Every statistic comes from lab/stats; every per-request number from core/metrics.
-The summary is a JSON-ready document (results.json), the input of every report view.
+The summary is core/results.RunSummary (results.json's `summary`), the input of every report
+view.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 from playground.core.metrics import residual_ms, server_parts
 from playground.core.record import RequestRecord, by_variant, failed, values
+from playground.core.results import (
+    BackgroundSummary,
+    Comparison,
+    GridCell,
+    Objectives,
+    RunSummary,
+    ServerShare,
+    ServerSummary,
+    VariantSummary,
+)
 from playground.lab import insight
 from playground.lab.calls import Call, Effect, call, compare, holm, too_few_text
 from playground.lab.stats import median, summarize
@@ -25,7 +34,7 @@ from playground.server.series import describe as series_text
 COMPARED = ("visible_wait_ms", "e2e_ms", "ttft_ms")
 
 
-def server_share(rows: Sequence[RequestRecord]) -> dict[str, float | None]:
+def server_share(rows: Sequence[RequestRecord]) -> ServerShare:
     """Medians of the server's parts (queue, prefill, decode) and of the residual."""
     queue, prefill, decode, rest = [], [], [], []
     for r in rows:
@@ -37,8 +46,8 @@ def server_share(rows: Sequence[RequestRecord]) -> dict[str, float | None]:
         prefill.append(parts.prefill_ms)
         decode.append(parts.decode_ms)
         rest.append(left)
-    return {"queue_ms": median(queue), "prefill_ms": median(prefill),
-            "decode_ms": median(decode), "rest_ms": median(rest)}
+    return ServerShare(queue_ms=median(queue), prefill_ms=median(prefill),
+                       decode_ms=median(decode), rest_ms=median(rest))
 
 
 def _rate(flags: Sequence[bool | None]) -> float | None:
@@ -46,18 +55,16 @@ def _rate(flags: Sequence[bool | None]) -> float | None:
     return 100 * sum(seen) / len(seen) if seen else None
 
 
-def variant_summary(rows: Sequence[RequestRecord]) -> dict[str, Any]:
+def variant_summary(rows: Sequence[RequestRecord]) -> VariantSummary:
     scored = [r.score for r in rows if r.ok and r.score is not None]
     acc = [s.field_accuracy for s in scored if s.field_accuracy is not None]
-    return {
-        "n": len(rows), "failed": failed(rows),
-        "metrics": {m: asdict(summarize(values(rows, m))) for m in METRIC_LABELS},
-        "json_valid_pct": _rate([s.json_valid for s in scored]),
-        "schema_valid_pct": _rate([s.schema_valid for s in scored]),
-        "field_exact_pct": 100 * sum(acc) / len(acc) if acc else None,
-        "server": server_share(rows),
-        "at_once": at_once(rows),
-    }
+    return VariantSummary(
+        n=len(rows), failed=failed(rows),
+        metrics={m: summarize(values(rows, m)) for m in METRIC_LABELS},
+        json_valid_pct=_rate([s.json_valid for s in scored]),
+        schema_valid_pct=_rate([s.schema_valid for s in scored]),
+        field_exact_pct=100 * sum(acc) / len(acc) if acc else None,
+        server=server_share(rows), at_once=at_once(rows))
 
 
 AT_ONCE_SHARE = 0.05  # the last token within 5% of E2E after the first
@@ -107,22 +114,22 @@ def comparison(metric: str, base: str, name: str, b: Sequence[RequestRecord],
     return metric, base, name, compare(values(b, metric), values(v, metric))
 
 
-def decide(found: Sequence[tuple[str, str, str, Effect]]) -> list[dict[str, Any]]:
+def decide(found: Sequence[tuple[str, str, str, Effect]]) -> list[Comparison]:
     """A run's comparisons as one family: each decided on its Holm-adjusted p-value."""
     adjusted = holm([e.p_value if call(e) not in ("not measurable", "too few samples")
                      else None for *_, e in found])
     out = []
     for (metric, base, name, e), p_adj in zip(found, adjusted, strict=True):
         decided = call(e, p_adj)
-        out.append({"metric": metric, "baseline": base, "variant": name,
-                    "effect": asdict(e), "call": decided, "p_adjusted": p_adj,
-                    "verdict": verdict_text(METRIC_LABELS[metric], (base, name), e, decided,
-                                            p_adj)})
+        out.append(Comparison(
+            metric=metric, baseline=base, variant=name, effect=e,
+            call=decided, p_adjusted=p_adj,
+            verdict=verdict_text(METRIC_LABELS[metric], (base, name), e, decided, p_adj)))
     return out
 
 
 def summarize_run(run: Run, *, ttft_slo_ms: float | None = None,
-                  e2e_slo_ms: float | None = None) -> dict[str, Any]:
+                  e2e_slo_ms: float | None = None) -> RunSummary:
     timed = run.timed
     exp = run.meta.experiment
     groups = by_variant(timed)
@@ -138,27 +145,27 @@ def summarize_run(run: Run, *, ttft_slo_ms: float | None = None,
                 continue  # TTFT is not observable for a non-streaming side
             found.append(comparison(m, baseline, n, by[baseline], by[n]))
     comparisons = decide(found)
-    return {"meta": run.meta.model_dump(mode="json", by_alias=True), "baseline": baseline,
-            "variants": {n: variant_summary(rows) for n, rows in by.items()},
-            "comparisons": comparisons, "n_requests": len(timed),
-            "n_failed": failed(timed),
-            "phases": insight.median_phases(timed), "definitions": insight.definitions(timed),
-            "slo": {"ttft_ms": ttft_slo_ms, "e2e_ms": e2e_slo_ms},
-            "goodput_pct": insight.goodput(timed, ttft_slo_ms, e2e_slo_ms),
-            "grid": insight.grid(timed) if insight.is_grid(timed) else None,
-            "floor_ms": run.meta.floor_ms,
-            "background": ({**run.background.model_dump(), "text": run.background.describe()}
-                           if run.background else None),
-            "server": server_summary(run)}
+    bg = run.background
+    return RunSummary(
+        meta=run.meta, baseline=baseline,
+        variants={n: variant_summary(rows) for n, rows in by.items()},
+        comparisons=comparisons, n_requests=len(timed), n_failed=failed(timed),
+        phases=insight.median_phases(timed), definitions=insight.definitions(timed),
+        slo=Objectives(ttft_ms=ttft_slo_ms, e2e_ms=e2e_slo_ms),
+        goodput_pct=insight.goodput(timed, ttft_slo_ms, e2e_slo_ms),
+        grid=[GridCell(**c) for c in insight.grid(timed)] if insight.is_grid(timed) else None,
+        floor_ms=run.meta.floor_ms,
+        background=(BackgroundSummary(**bg.model_dump(), text=bg.describe()) if bg else None),
+        server=server_summary(run))
 
 
-def server_summary(run: Run) -> dict[str, Any] | None:
+def server_summary(run: Run) -> ServerSummary | None:
     """What the server (and its GPUs) did while the timed trials ran, with its sentence."""
     series = run.series
     if series is None:
         return None
     found = series.summary()
-    return {**found, "text": series_text(found)}
+    return ServerSummary(**found, text=series_text(found))
 
 
 def write_outputs(run: Run, out_dir: Path, *, ttft_slo_ms: float | None = None,

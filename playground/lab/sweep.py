@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from playground.core import request
 from playground.core.runner import Recording, new_recording, run_at
+from playground.core.sweep_doc import SweepLevel
 from playground.lab.arrivals import Rate, schedule
 from playground.lab.engine import (
     BenchServe,
@@ -133,19 +134,19 @@ CLIENT_BOUND_SHARE, CLIENT_BOUND_MS = 0.10, 5.0
 SATURATION_GAIN, QUEUE_GROWTH = 1.05, 2.0
 
 
-def saturated(before: dict[str, Any], now: dict[str, Any]) -> str:
+def saturated(before: SweepLevel, now: SweepLevel) -> str:
     """Why the rate sweep stops after `now` ("" to go on): its throughput rose less than
     SATURATION_GAIN while queueing grew -- TTFT from the schedule (p50) grew QUEUE_GROWTH-fold,
     or the server's own waiting queue (peak num_requests_waiting) grew."""
-    gained, was = now.get("req_per_s"), before.get("req_per_s")
+    gained, was = now.req_per_s, before.req_per_s
     if gained is None or not was or gained >= was * SATURATION_GAIN:
         return ""
     signs = []
-    waited, waited_before = now.get("ttft_from_due_p50_ms"), before.get("ttft_from_due_p50_ms")
+    waited, waited_before = now.ttft_from_due_p50_ms, before.ttft_from_due_p50_ms
     if waited and waited_before and waited >= waited_before * QUEUE_GROWTH:
         signs.append(f"TTFT from the schedule grew {waited_before:.0f} -> {waited:.0f} ms (p50)")
-    queue = (now.get("server") or {}).get("peak_waiting")
-    queue_before = (before.get("server") or {}).get("peak_waiting")
+    queue = now.server.peak_waiting if now.server else None
+    queue_before = before.server.peak_waiting if before.server else None
     if queue is not None and queue_before is not None and queue > queue_before:
         signs.append(f"the server's waiting queue grew {queue_before:.0f} -> {queue:.0f} "
                      "(peak)")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from playground.core.record import RequestRecord, by_variant, values
 from playground.lab.calls import Effect, call, compare, holm, too_few_text
 from playground.lab.store import Run
+from playground.outputs.fmt import md_text
 
 METRICS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E"}
 
@@ -93,3 +94,17 @@ def said(e: Effect, verdict: str, other: str = "B") -> str:
     what = {"none": "no detectable difference", "lower": f"{other} is lower",
             "higher": f"{other} is higher"}[verdict]
     return f"{e.baseline:.2f} -> {e.variant:.2f} ms{change}: {what}"
+
+
+def markdown(a: str, b: str, run_a: Run, run_b: Run) -> str:
+    """Run A vs run B as a Markdown table (the Benchmark tab's past runs): the same verdicts
+    as `playground runs compare`, each run's import notes above them."""
+    notes = [f"- {ab}: {md_text(n)}" for ab, run in (("A", run_a), ("B", run_b))
+             if (n := (run.meta.model_extra or {}).get("notes"))]
+    rows = [f"| {md_text(j.group)} | {j.label} p50 | {j.effect.n_baseline} vs "
+            f"{j.effect.n_variant} | {md_text(j.text_for('B'))} |"
+            for j in judged(run_a, run_b)]
+    return (f"#### A vs B: {md_text(a)} vs {md_text(b)}\n"
+            + ("\n".join(notes) + "\n\n" if notes else "")
+            + "| requests | metric | n | verdict |\n|---|---|---|---|\n" + "\n".join(rows)
+            + f"\n\n95% intervals by test inversion; Holm over the {len(rows)} comparisons.")

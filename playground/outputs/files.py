@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from playground.core.record import RequestRecord
+from playground.core.results import ResultsFile, RunSummary
 from playground.outputs import board_view, html
 from playground.outputs.html import PlotlyJs
 from playground.server.series import Series
@@ -41,7 +42,7 @@ def csv_rows(timed: Sequence[RequestRecord]) -> list[dict[str, Any]]:
     return out
 
 
-def write_run_files(summary: dict[str, Any], timed: Sequence[RequestRecord], out_dir: Path,
+def write_run_files(summary: RunSummary, timed: Sequence[RequestRecord], out_dir: Path,
                     *, plotlyjs: PlotlyJs = "inline", series: Series | None = None
                     ) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -51,9 +52,9 @@ def write_run_files(summary: dict[str, Any], timed: Sequence[RequestRecord], out
         w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
         w.writeheader()
         w.writerows(csv_rows(timed))
-    doc = {"summary": summary, "requests": [r.line() for r in timed]}
-    paths["json"].write_text(json.dumps(doc, ensure_ascii=False, indent=1, default=str),
-                             "utf-8")
+    doc = ResultsFile(summary=summary, requests=list(timed)).model_dump(mode="json",
+                                                                        by_alias=True)
+    paths["json"].write_text(json.dumps(doc, ensure_ascii=False, indent=1), "utf-8")
     paths["html"].write_text(html.report(summary, timed, plotlyjs=plotlyjs, series=series),
                              "utf-8")
     return paths

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any
 
+from playground.core.results import RunSummary
 from playground.server.demo_model import is_demo_dir
 from playground.server.http import ServerInfo
 
@@ -86,13 +86,13 @@ def demo_notice(info: ServerInfo) -> str:
     return DEMO_NOTICE if any(is_demo_dir(m.root) for m in info.models) else ""
 
 
-def at_once_text(summary: dict[str, Any]) -> list[str]:
+def at_once_text(summary: RunSummary) -> list[str]:
     """One warning per variant whose streamed replies arrived at once (lab/summary.at_once)."""
     out = []
-    for name, v in summary["variants"].items():
-        k = v.get("at_once") or 0
+    for name, v in summary.variants.items():
+        k = v.at_once
         if k:
-            out.append(f"{name}: {k} of {v['n']} streamed replies arrived at once (the first "
+            out.append(f"{name}: {k} of {v.n} streamed replies arrived at once (the first "
                        "token with the last: the server did not stream them -- a CPU too busy "
                        "to, see docs/load.md); their TTFT is their E2E")
     return out

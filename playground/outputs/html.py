@@ -19,9 +19,11 @@ from markupsafe import Markup
 
 from playground.core.phases import Breakdown
 from playground.core.record import RequestRecord
+from playground.core.results import RunSummary
+from playground.core.sweep_doc import SweepDoc, SweepLevel
 from playground.outputs import board_view, report_figures, sweep_figure, tables, versus_view
 from playground.outputs.fmt import DEMO_NOTICE, at_once_text, verdict_color
-from playground.outputs.series_figure import series_figure
+from playground.outputs.series_figure import levels_figure, series_figure
 from playground.server.series import Series
 
 PlotlyJs = Literal["inline", "cdn"]
@@ -64,36 +66,37 @@ def method_text(exp: dict[str, Any]) -> str:
             "with bootstrap 95% CIs; a difference is called only when its CI excludes 0.")
 
 
-def report(summary: dict[str, Any], timed: Sequence[RequestRecord], *,
+def report(summary: RunSummary, timed: Sequence[RequestRecord], *,
            plotlyjs: PlotlyJs = "inline", series: Series | None = None) -> str:
-    meta = summary["meta"]
-    exp = meta.get("experiment") or {}
+    meta = summary.meta
+    exp = (meta.experiment.model_dump(mode="json", by_alias=True)
+           if meta.experiment is not None else {})
     figs = [report_figures.box_plot(timed, "visible_wait_ms"),
             report_figures.box_plot(timed, "ttft_ms"), report_figures.box_plot(timed, "e2e_ms"),
-            report_figures.phase_figure(summary["phases"]),
-            report_figures.tpot_floor_figure(timed, summary["floor_ms"]),
+            report_figures.phase_figure(summary.phases),
+            report_figures.tpot_floor_figure(timed, summary.floor_ms),
             report_figures.accuracy_plot(summary)]
     server = series_figure(series, timed)  # on the requests' time axis
     figs += [server] if server is not None else []
-    env = {k: meta.get(k) for k in ("model", "base_url", "vllm_version", "machine",
-                                    "demo_model")}
-    bg = summary.get("background")
+    env = {k: getattr(meta, k) for k in ("model", "base_url", "vllm_version", "machine",
+                                         "demo_model")}
+    bg = summary.background
     return _env().get_template("report.html.j2").render(
         **_plotly(plotlyjs), title=exp.get("name", "benchmark"),
         description=exp.get("description", ""),
-        demo_notice=DEMO_NOTICE if meta.get("demo_model") else "",
-        baseline=summary["baseline"], verdicts=[c["verdict"] for c in summary["comparisons"]]
+        demo_notice=DEMO_NOTICE if meta.demo_model else "",
+        baseline=summary.baseline, verdicts=[c.verdict for c in summary.comparisons]
         + [f"Warning: {w}" for w in at_once_text(summary)],
         summary_headers=tables.SUMMARY_HEADERS, summary_rows=tables.summary_rows(summary),
-        n_requests=summary["n_requests"], n_failed=summary["n_failed"],
-        figures=[div(f) for f in figs], objectives=tables.objectives(summary["slo"]),
+        n_requests=summary.n_requests, n_failed=summary.n_failed,
+        figures=[div(f) for f in figs], objectives=tables.objectives(summary.slo),
         why_headers=tables.WHY_HEADERS, why_rows=tables.why_rows(summary),
-        floor_text=floor_text(summary["floor_ms"]),
-        background=bg if bg and bg.get("requests_in_flight") else None,
-        background_text=(bg or {}).get("text", ""),
-        server_text=(summary.get("server") or {}).get("text", ""),
+        floor_text=floor_text(summary.floor_ms),
+        background=bg if bg and bg.requests_in_flight else None,
+        background_text=bg.text if bg else "",
+        server_text=summary.server.text if summary.server else "",
         grid_headers=tables.GRID_HEADERS,
-        grid_rows=tables.grid_rows(summary["grid"]) if summary.get("grid") else [],
+        grid_rows=tables.grid_rows(summary.grid) if summary.grid else [],
         method=method_text(exp), environment=json.dumps(env, ensure_ascii=False))
 
 
@@ -118,30 +121,34 @@ SWEEP_HEADERS = ["level", "engine", "n", "failed", "req/s", "TTFT p50 / p99 ms",
                  "TPOT p50 / p99 ms", "send delay p50 / p99 ms", "readers (nodes)"]
 
 
-def sweep(doc: dict[str, Any], *, plotlyjs: PlotlyJs = "inline") -> str:
-    """A sweep's report: the Pareto view (outputs/sweep_figure) and its levels."""
-    def pair(lv: dict[str, Any], m: str) -> str:
-        a, b = lv.get(f"{m}_p50_ms"), lv.get(f"{m}_p99_ms")
+def sweep(doc: SweepDoc, *, plotlyjs: PlotlyJs = "inline",
+          series: Sequence[tuple[str, Series]] = ()) -> str:
+    """A sweep's report: the Pareto view (outputs/sweep_figure), the server's series level by
+    level (outputs/series_figure.levels_figure) and the levels."""
+    def pair(lv: SweepLevel, m: str) -> str:
+        a, b = getattr(lv, f"{m}_p50_ms"), getattr(lv, f"{m}_p99_ms")
         return "-" if a is None else f"{a:.1f} / {b:.1f}" if b is not None else f"{a:.1f}"
 
-    rows = [[sweep_figure.label(lv), lv.get("engine") or "playground", lv["n"], lv["failed"],
-             "-" if lv.get("req_per_s") is None else f"{lv['req_per_s']:.2f}",
+    rows = [[sweep_figure.label(lv), lv.engine or "playground", lv.n, lv.failed,
+             "-" if lv.req_per_s is None else f"{lv.req_per_s:.2f}",
              pair(lv, "ttft"), pair(lv, "tpot"),
-             pair(lv, "send_delay") + (" client-bound" if lv.get("client_bound") else ""),
-             f"{lv.get('workers') or 1}" + (f" ({len(lv['nodes'])})" if lv.get("nodes")
-                                             else "")]
-            for lv in doc.get("levels", [])]
+             pair(lv, "send_delay") + (" client-bound" if lv.client_bound else ""),
+             f"{lv.workers or 1}" + (f" ({len(lv.nodes)})" if lv.nodes else "")]
+            for lv in doc.levels]
     fig = sweep_figure.sweep_figure(doc)
-    m = doc.get("machine") or {}
+    server = levels_figure(series, doc)
+    notes = sorted({s.gpu_note for _, s in series if s.gpu_note})
+    m = doc.machine
     return _env().get_template("sweep.html.j2").render(
-        **_plotly(plotlyjs), title="Sweep", heading=f"Sweep of {doc.get('model')}",
-        facts=(f"{doc.get('base_url')}, vLLM {doc.get('vllm')}, {doc.get('output_len')} "
-               f"tokens per answer, {doc.get('date')}; client machine: "
+        **_plotly(plotlyjs), title="Sweep", heading=f"Sweep of {doc.model}",
+        facts=(f"{doc.base_url}, vLLM {doc.vllm}, {doc.output_len} "
+               f"tokens per answer, {doc.date}; client machine: "
                f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores."),
         legend=("Circles: the load path; diamonds: vllm bench serve (the dotted line is the "
                 "hand-off). In open-loop levels a marker's size grows with the send delay "
                 "(p99), and a red ring marks a level where the client was the bottleneck."),
-        figure=div(fig) if fig else None, stopped=doc.get("stopped") or "",
+        figure=div(fig) if fig else None, stopped=doc.stopped,
+        server_figure=div(server) if server else None, gpu_notes=notes,
         headers=SWEEP_HEADERS, rows=rows)
 
 

@@ -20,9 +20,9 @@ TOP = 22
 COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2"]
 
 
-def nice_span(ms: float) -> float:
-    """The axis end: the next 1-2-5 step above `ms` (at least 100 ms)."""
-    step = 100.0
+def nice_span(ms: float, least: float = 100.0) -> float:
+    """The axis end: the next 1-2-5 step above `ms` (at least `least`, 100 ms by default)."""
+    step = least
     while step < ms:
         for f in (2, 2.5, 2):
             step *= f

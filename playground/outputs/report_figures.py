@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from playground.core.phases import PHASES
 from playground.core.record import RequestRecord, by_variant, values
+from playground.core.results import RunSummary
 from playground.outputs.fmt import METRIC_LABELS, verdict_color
 
 PHASE_COLORS = {"queue": "#9e9e9e", "prefill": "#f58518", "wait for first token": "#f58518",
@@ -50,10 +51,10 @@ def tpot_floor_figure(timed: Sequence[RequestRecord], floor_ms: float | None) ->
                          "height": 360, "yaxis": {"title": {"text": "ms"}, "rangemode": "tozero"}})
 
 
-def accuracy_plot(summary: dict[str, Any]) -> go.Figure:
-    names = list(summary["variants"])
+def accuracy_plot(summary: RunSummary) -> go.Figure:
+    names = list(summary.variants)
     traces = [{"type": "bar", "name": label, "x": names,
-               "y": [summary["variants"][n][key] for n in names]}
+               "y": [getattr(summary.variants[n], key) for n in names]}
               for key, label in (("json_valid_pct", "JSON valid %"),
                                  ("schema_valid_pct", "schema valid %"),
                                  ("field_exact_pct", "field exact-match %"))]

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from playground.core.estimates import Summary
+from playground.core.results import GridCell, Objectives, RunSummary
 from playground.core.runner import Recording
 from playground.outputs.fmt import TTFT_DEFINITIONS, ms, ms_num, pct, preview
 
@@ -63,39 +65,41 @@ def as_dicts(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict
     return [dict(zip(headers, map(str, r), strict=True)) for r in rows]
 
 
-def _cell(s: dict[str, Any]) -> str:
-    if not s["n"]:
+def _cell(s: Summary | None) -> str:
+    if s is None or not s.n or s.p50 is None or s.p95 is None:
         return "n/a"
-    ci = s["median_ci"]
+    ci = s.median_ci
     ci_txt = f" [{ci[0]:.0f}-{ci[1]:.0f}]" if ci else ""
-    return f"{s['p50']:.0f}{ci_txt} / {s['p95']:.0f}"
+    return f"{s.p50:.0f}{ci_txt} / {s.p95:.0f}"
 
 
-def summary_rows(summary: dict[str, Any]) -> list[list[Any]]:
+def summary_rows(summary: RunSummary) -> list[list[Any]]:
     rows = []
-    for n, v in summary["variants"].items():
-        srv = v.get("server") or {}
-        server = ("-" if srv.get("rest_ms") is None else " / ".join(
-            f"{srv[k]:.0f}" for k in ("queue_ms", "prefill_ms", "decode_ms", "rest_ms")))
-        m = v["metrics"]
-        rows.append([n, v["n"], v["failed"], _cell(m["ttft_ms"]), _cell(m["visible_wait_ms"]),
-                     _cell(m["e2e_ms"]), server, pct(v["json_valid_pct"]),
-                     pct(v["schema_valid_pct"]), pct(v["field_exact_pct"])])
+    for n, v in summary.variants.items():
+        srv = v.server
+        server = ("-" if srv.rest_ms is None else " / ".join(
+            f"{x or 0:.0f}" for x in (srv.queue_ms, srv.prefill_ms, srv.decode_ms,
+                                       srv.rest_ms)))
+        m = v.metrics
+        rows.append([n, v.n, v.failed, _cell(m.get("ttft_ms")), _cell(m.get("visible_wait_ms")),
+                     _cell(m.get("e2e_ms")), server, pct(v.json_valid_pct),
+                     pct(v.schema_valid_pct), pct(v.field_exact_pct)])
     return rows
 
 
-def why_rows(summary: dict[str, Any]) -> list[list[str]]:
+def why_rows(summary: RunSummary) -> list[list[str]]:
     """Per variant: the three TTFT definitions, goodput, TPOT and its distance to the floor
     (joined by variant: mid-run, a variant may have no finished request yet)."""
-    floor = summary["floor_ms"]
+    floor = summary.floor_ms
     out = []
-    for n, v in summary["variants"].items():
-        defs = summary["definitions"].get(n, {})
-        good = summary["goodput_pct"].get(n)
-        tpot = v["metrics"]["tpot_ms"]
+    for n, v in summary.variants.items():
+        defs = summary.definitions.get(n, {})
+        good = summary.goodput_pct.get(n)
+        tpot = v.metrics.get("tpot_ms")
+        p50 = tpot.p50 if tpot is not None and tpot.n else None
         out.append([n, *(ms_num(defs.get(k)) for k in TTFT_DEFINITIONS), pct(good),
-                    ms_num(tpot["p50"]) if tpot["n"] else "n/a",
-                    f"{tpot['p50'] / floor:.1f}x" if floor and tpot["n"] else "n/a"])
+                    "n/a" if p50 is None else ms_num(p50),
+                    f"{p50 / floor:.1f}x" if floor and p50 is not None else "n/a"])
     return out
 
 
@@ -103,15 +107,16 @@ def _per_token(ms_value: float | None) -> str:
     return "-" if ms_value is None else f"{ms_value:+.2f} ms/token"
 
 
-def grid_rows(cells: Sequence[dict[str, Any]]) -> list[list[str]]:
-    return [["on" if c["thinking"] else "off", "on" if c["guided_json"] else "off",
-             str(c["n"]), str(c["failed"]), pct(c["json_valid_pct"]),
-             pct(c["schema_valid_pct"]), ms(c["ttfa_ms"]), ms(c["e2e_ms"]), ms(c["tpot_ms"]),
-             c.get("guided_overhead_note") or _per_token(c["guided_overhead_tpot_ms"]),
-             f"{c['cut_off']}/{c['n'] - c['failed']}" if c["thinking"] else "-"]
+def grid_rows(cells: Sequence[GridCell]) -> list[list[str]]:
+    return [["on" if c.thinking else "off", "on" if c.guided_json else "off",
+             str(c.n), str(c.failed), pct(c.json_valid_pct),
+             pct(c.schema_valid_pct), ms(c.ttfa_ms), ms(c.e2e_ms), ms(c.tpot_ms),
+             c.guided_overhead_note or _per_token(c.guided_overhead_tpot_ms),
+             f"{c.cut_off}/{c.n - c.failed}" if c.thinking else "-"]
             for c in cells]
 
 
-def objectives(slo: dict[str, float | None]) -> str:
-    return ", ".join(f"{k.removesuffix('_ms').upper()} <= {v:,.0f} ms"
-                     for k, v in slo.items() if v is not None) or "none set"
+def objectives(slo: Objectives) -> str:
+    return ", ".join(f"{k} <= {v:,.0f} ms" for k, v in (("TTFT", slo.ttft_ms),
+                                                        ("E2E", slo.e2e_ms))
+                     if v is not None) or "none set"

@@ -44,9 +44,9 @@ def distributions(runs: Runs) -> go.Figure:
 
 
 def _offsets(rows: Sequence[RequestRecord]) -> list[tuple[float, RequestRecord]]:
-    """(seconds since the run's first request was sent, request) on the run's one clock."""
-    sent = [(r.raw.t_send, r) for r in rows if r.raw.t_send is not None and
-            r.clock_origin is None]
+    """(seconds since the run's first request was sent, request) on the run's one clock (ours:
+    the measuring machine's, Ray readers' stamps moved onto it; an import's: its tool's)."""
+    sent = [(r.raw.t_send, r) for r in rows if r.raw.t_send is not None]
     t0 = min((t for t, _ in sent), default=0.0)
     return sorted(((t - t0, r) for t, r in sent), key=lambda x: x[0])
 

@@ -14,11 +14,12 @@ an open-loop run shows any cost as send delay.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Callable, Iterable
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -82,11 +83,16 @@ class Series(BaseModel):
     gpu: list[GpuSample] = []
     gpu_note: str | None = None  # why there is no GPU telemetry (None: there is)
     interval_s: float = INTERVAL_S  # 0: not sampled
+    # (time.time(), time.perf_counter()) read together when sampling began: which requests'
+    # stamps are on the samples' clock (`same_clock`). None: a scripted clock, or a run file
+    # from before it was kept
+    clock_origin: tuple[float, float] | None = None
 
     def lines(self) -> list[ServerSample | GpuSample | SeriesInfo]:
         """What a run file keeps of the series: every sample, then the series' own line."""
         return [*self.samples, *self.gpu, SeriesInfo(interval_s=self.interval_s, gaps=self.gaps,
-                                                     gpu_note=self.gpu_note)]
+                                                     gpu_note=self.gpu_note,
+                                                     clock_origin=self.clock_origin)]
 
     def summary(self) -> dict[str, Any]:
         """Peaks of the gauges, and the counters' changes over the series."""
@@ -119,6 +125,7 @@ class SeriesInfo(BaseModel):
     interval_s: float = INTERVAL_S
     gaps: int = 0
     gpu_note: str | None = None
+    clock_origin: tuple[float, float] | None = None
 
 
 def describe(summary: dict[str, Any]) -> str:
@@ -148,6 +155,15 @@ def describe(summary: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+class SeriesSampler(Protocol):
+    """What a run asks of a sampler: start it before the timed trials, stop it after, and get
+    the series in between (`Sampler`; server/shared_series' lease of the app's one sampler)."""
+
+    def start(self) -> SeriesSampler: ...
+
+    def stop(self) -> Series: ...
+
+
 class Sampler:
     """Scrapes one server's /metrics every `interval_s` until stopped (a thread)."""
 
@@ -156,7 +172,8 @@ class Sampler:
                  gpus: Callable[[], Gpus] = Gpus.open) -> None:
         self.base_url, self.interval_s, self.clock = base_url, interval_s, clock
         self._gpus = gpus
-        self.series = Series(interval_s=interval_s)
+        self.series = Series(interval_s=interval_s, clock_origin=(
+            (time.time(), time.perf_counter()) if clock is time.perf_counter else None))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="server-sampler", daemon=True)
 
@@ -195,3 +212,41 @@ class Sampler:
                     break
         finally:
             gpus.close()
+
+
+def read_levels(lines: Iterable[str]) -> list[tuple[str, Series]]:
+    """A sweep's server-series.jsonl (each sample tagged with its level) back as one series per
+    level, in the order the levels ran. A line that is not a sample is skipped."""
+    found: dict[str, Series] = {}
+    for line in lines:
+        try:
+            row = json.loads(line)
+            level = str(row.pop("level"))
+            sample = (GpuSample if row.get("kind") == "gpu-sample" else ServerSample
+                      ).model_validate(row)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        series = found.setdefault(level, Series())
+        if isinstance(sample, GpuSample):
+            series.gpu.append(sample)
+        else:
+            series.samples.append(sample)
+    return list(found.items())
+
+
+CLOCK_SLACK_S = 1.0
+
+
+def same_clock(series: Series, origin: tuple[float, float] | None) -> bool:
+    """Whether a request whose stamps have this clock origin (core/runner.Recording: wall and
+    perf_counter read together) was stamped on the series' clock: the same machine's monotonic
+    clock, or a Ray reader's stamps moved onto it. Their wall-minus-monotonic offsets then agree
+    (within CLOCK_SLACK_S). A request with no origin (imported from another tool: times from
+    that tool's start) never is; with a series from before origins were kept, every request
+    that has one is taken to be (the sampler ran in the measuring process)."""
+    if origin is None:
+        return False
+    if series.clock_origin is None:
+        return True
+    ours = series.clock_origin[0] - series.clock_origin[1]
+    return abs(origin[0] - origin[1] - ours) < CLOCK_SLACK_S

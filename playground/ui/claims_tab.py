@@ -106,7 +106,7 @@ def build(ctx: UIContext) -> None:
         options = {"with_servers": servers, "examples": int(n_ex) if n_ex else None,
                    "repetitions": int(n_rep) if n_rep else None}
         events = run_board(ctx.settings, chosen, ctx.library, **options, api_checks=whole,
-                           server_note=ctx.server_note)
+                           server_note=ctx.server_note, port=ctx.bench_port)
         run.stop = False
         env: dict[str, Any] = {}
         results: list[ClaimResult] = []

@@ -4,31 +4,32 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from playground.core.measure_loop import MeasureLoop
 from playground.core.pool import ClientPool
-from playground.core.port import Remembering
-from playground.core.record import RequestRecord
+from playground.core.port import Remembering, SharedLive
 from playground.core.runner import Recording
 from playground.core.warmup import WarmState, warm_server
 from playground.errors import PlaygroundError, ValidationFailed, opaque
-from playground.lab.store import RunFile, RunStore
+from playground.lab.store import RunStore
 from playground.server import outbound
 from playground.server.floor import server_floor
 from playground.server.http import ServerInfo, aserver_info
 from playground.server.managed import ManagedServer
+from playground.server.series import interval_for
+from playground.server.shared_series import SharedSamplers
 from playground.settings import Settings, check_base_url
 from playground.specs.experiments import load_dataset
 from playground.specs.presets import PresetLibrary
 from playground.ui.live_channels import Feeds
 from playground.ui.quotas import PRESETS_PER_WINDOW, Quota
 from playground.ui.readers import Readers
+from playground.ui.run_log import RunLog
 from playground.ui.run_route import Plans, Starter
 from playground.ui.slots import Slots
 
@@ -80,33 +81,6 @@ def visitor_of(request: Any, trusted: Collection[str] = ()) -> str:
     return peer
 
 
-@dataclass(eq=False)
-class RunLog:
-    """One run's file (runs/playground/), appended as each recording becomes final, so what
-    finished survives a killed app; the file is created with its first line."""
-
-    store_: RunStore
-    recs: list[Recording]
-    owner: str = ""
-    stop: Callable[[], None] = lambda: None  # the run's Stop (set once it is in flight)
-    _file: RunFile | None = None
-    _stored: set[int] = field(default_factory=set)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def store(self, rec: Recording) -> None:
-        with self._lock:  # the UI's loop and the app's shutdown may both flush
-            if id(rec) in self._stored or not rec.finished:
-                return
-            self._stored.add(id(rec))
-            if self._file is None:
-                self._file = self.store_.new_run("playground", self.owner)
-            self._file.append(RequestRecord.of(rec))
-
-    def store_finished(self) -> None:
-        for rec in list(self.recs):
-            self.store(rec)
-
-
 REPLAY_ONLY = ("Run needs a vLLM server, and this page has none (replay mode): replay a "
                "recording instead -- one click each, below Run")
 
@@ -131,11 +105,18 @@ class UIContext:
     start_run: Starter | None = None  # the Playground tab's Run (for the run route)
     port: Remembering = field(default_factory=Remembering)  # server facts, briefly cached
     logs: set[RunLog] = field(default_factory=set)  # the runs in flight, for a clean shutdown
+    samplers: SharedSamplers = field(init=False)  # one /metrics sampler per server, shared
+    bench_port: SharedLive = field(init=False)  # the Benchmark and Claims tabs': samplers above
     # presets saved per visitor an hour (a shared page only: the disk is the operator's)
     preset_saves: Quota = field(default_factory=lambda: Quota(PRESETS_PER_WINDOW))
     readers: Readers = field(default_factory=Readers)  # who reads each API call's results
     _pools: dict[str, ClientPool] = field(default_factory=dict)
     _floors: dict[str, float | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        every = self.settings.series_interval_s
+        self.samplers = SharedSamplers(lambda url: interval_for(url, every))
+        self.bench_port = SharedLive(self.samplers)
 
     @classmethod
     def create(cls, settings: Settings, banner: str = "", server_note: str = "",
@@ -270,13 +251,20 @@ class UIContext:
                                         self.settings.model, self.library, self.warm))
 
     def run_log(self, recs: list[Recording], owner: str = "") -> RunLog:
-        """The file of a run about to start (each recording stored once it is final)."""
-        log = RunLog(RunStore(self.settings.runs_dir), recs, owner)
+        """The file of a run about to start (each recording stored once it is final), and the
+        server's series over the run: the operator's server its requests go to, sampled by
+        the one sampler the app keeps per server, however many visitors run on it."""
+        urls = [r.base_url.rstrip("/") for r in recs]
+        url = max(set(urls), key=urls.count) if urls else ""
+        lease = (self.samplers.hold(url) if url in self.known_urls()
+                 and self.settings.series_interval_s != 0 else None)
+        log = RunLog(RunStore(self.settings.runs_dir), recs, owner, lease=lease)
         self.logs.add(log)
         return log
 
     def close_log(self, log: RunLog) -> None:
         log.store_finished()
+        log.store_series()
         self.logs.discard(log)
 
     def shutdown(self, grace_s: float = 5.0) -> None:
@@ -291,6 +279,8 @@ class UIContext:
             time.sleep(0.05)
         for log in logs:
             log.store_finished()
+            log.store_series()
+        self.samplers.stop()
         self.stop_servers()
 
     def stop_servers(self) -> None:

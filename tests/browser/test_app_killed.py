@@ -29,9 +29,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.server]
 
 
 def lines(folder: Path) -> list[dict]:
-    """Every line of every run file under `folder` (json.loads fails on a torn line)."""
-    return [json.loads(line) for f in sorted(folder.glob("*.jsonl"))
-            for line in f.read_text("utf-8").splitlines()]
+    """Every request line of every run file under `folder` (json.loads fails on a torn line;
+    the server's series lines that follow a run's requests are left out)."""
+    return [r for f in sorted(folder.glob("*.jsonl"))
+            for line in f.read_text("utf-8").splitlines()
+            if (r := json.loads(line)).get("kind") == "request"]
 
 
 def app_env(vllm_server: str, tmp_path: Path, model_dir: Path) -> dict[str, str]:

@@ -8,12 +8,15 @@ import time
 from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from playground.lab.replay import from_history, load, save
 from playground.lab.store import RunStore, read_run
+from playground.server.gpu import NO_GPU
+from playground.server.series import same_clock
 from playground.settings import REPO_ROOT
 from tests.apphelp import app
 from tests.browser.test_claims_and_replay import open_recording
@@ -67,6 +70,17 @@ def test_three_columns_in_fair_mode_run_one_after_another(page: Page, app_runs: 
         assert a.raw.t_last is not None and b.raw.t_send is not None
         assert b.raw.t_send >= a.raw.t_last
     assert "3." in page.locator("#hl-live").inner_text()
+    # the server's series over the run follows its requests in the run file (the app's one
+    # sampler for this server), on the requests' clock
+    (path,) = runs_now(app_runs) - before
+
+    def series() -> Any:
+        return read_run(path).series
+
+    assert wait_for(lambda: series() is not None, 60)
+    got = series()
+    assert got.samples and got.gpu_note == NO_GPU
+    assert all(same_clock(got, r.clock_origin) for r in recs)
 
 
 PROBE_JS = """() => { window.probe = [];

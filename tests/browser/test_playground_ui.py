@@ -227,7 +227,8 @@ def test_stop_ends_a_long_generation_on_the_server(page: Page, vllm_server: str,
     while not (new := set(app_runs.glob("playground/*.jsonl")) - before) \
             and time.monotonic() < deadline:
         time.sleep(0.2)
-    rows = [json.loads(line) for f in new for line in f.read_text().splitlines()]
+    rows = [r for f in new for line in f.read_text().splitlines()
+            if (r := json.loads(line)).get("kind") == "request"]  # the server's series follows
     kept = [(r["status"], r["metrics"]["completion_tokens"] or 0, len(r["content"]))
             for r in rows]
     observed(f"column: stopped (partial output kept); run file: {kept}; running on the server: "
@@ -251,6 +252,12 @@ def test_benchmark_tab_runs_an_experiment(page: Page) -> None:
     expect(page.locator("#bench-table")).to_contain_text("fixed-64-stream")
     expect(page.locator("#bench-wait-plot .js-plotly-plot")).to_be_visible()
     expect(page.locator("#bench-files").get_by_role("cell", name="report.html")).to_be_visible()
+    # ... drawn on the requests' time axis: each variant's requests above, the server below
+    chart = page.locator("#bench-server-series svg.server-series")
+    expect(chart).to_be_visible()
+    expect(chart.locator("g.requests")).to_have_count(2)
+    expect(chart.locator("polyline.running")).to_have_count(1)
+    expect(chart.locator("text.caption")).to_contain_text("no GPU telemetry")
 
 
 def test_report_opens_offline_in_chromium(browser, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -311,6 +318,7 @@ def test_benchmark_tab_monitors_p95_against_a_threshold(browser, page: Page, app
     """The operator's app (--all-runs) checks every run; on a page whose lists are each
     visitor's own, "Check runs" listed every visitor's runs with their owner tags (issue
     4/7): there a visitor sees none of these (untagged, the CLI's) runs."""
+    from playground.lab.imports import read_result
     from playground.lab.store import RunFile, RunMeta
     from tests.apphelp import app, open_page
     from tests.records import make_record
@@ -323,6 +331,13 @@ def test_benchmark_tab_monitors_p95_against_a_threshold(browser, page: Page, app
             f.append(RunMeta())
             for i in range(20):  # p95 of 17 x 500 and 3 x 2500 ms: above 1800
                 f.append(make_record("probe", 2500.0 if i < slow else 500.0, trial=i))
+    imported = {}  # real GuideLLM and AIPerf files (tests/data/imports), imported
+    for i, name in enumerate(("guidellm-benchmarks.json", "aiperf-profile_export.jsonl")):
+        meta, records = read_result(Path(__file__).resolve().parents[1] / "data" / "imports"
+                                    / name)
+        imported[name] = runs / "imported" / f"2020010{i + 3}-000000-import.jsonl"
+        imported[name].parent.mkdir(parents=True, exist_ok=True)
+        RunFile(imported[name]).append(meta, *records)
 
     def check(pg: Page) -> Any:
         pg.get_by_role("tab", name="Benchmark").click()
@@ -342,6 +357,25 @@ def test_benchmark_tab_monitors_p95_against_a_threshold(browser, page: Page, app
         expect(chart.locator("line.threshold")).to_have_count(1)
         assert chart.locator("circle.above").count() >= 1
         assert chart.locator("circle.ok").count() >= 1
+        # past runs: two runs imported from other tools (the operator's), judged A vs B with
+        # the verdicts of `playground runs compare`
+        for name, tool in (("guidellm-benchmarks.json", "A"), ("aiperf-profile_export.jsonl",
+                                                               "B")):
+            box = own.get_by_label(f"run {tool}", exact=True)
+            box.click()
+            # the option in this dropdown's own list (the other one keeps a list of its own)
+            own.locator(f'[id="{box.get_attribute("aria-controls")}"] '
+                        f'li[aria-label="{imported[name]}"]').click()
+            expect(box).to_have_value(str(imported[name]))
+        own.get_by_role("button", name="Show / compare", exact=True).click()
+        past = own.locator("#bench-past")
+        expect(past).to_contain_text("A vs B", timeout=60_000)
+        expect(past).to_contain_text("imported from GuideLLM's benchmarks JSON")
+        expect(past).to_contain_text("imported from AIPerf's profile_export.jsonl")
+        judged = past.locator("tr", has_text="guidellm-concurrent-2 vs aiperf")
+        for metric in ("TTFT p50", "TPOT p50", "E2E p50"):
+            expect(judged.filter(has_text=metric)).to_contain_text("95% CI")
+        expect(past).to_contain_text("Holm over the 3 comparisons")
         own.context.close()
 
 

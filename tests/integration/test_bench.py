@@ -53,6 +53,11 @@ def test_bench_writes_consistent_files(vllm_server: str, tmp_path: Path) -> None
     assert len(rows) == 9  # 3 variants x 3 examples (warm-up excluded)
     result = json.loads((tmp_path / "out" / "results.json").read_text())
     assert len(result["requests"]) == 9
+    # the published format, read back typed (docs/schemas/results.schema.json)
+    from playground.core.results import RESULTS_FORMAT, load_results
+    typed = load_results(tmp_path / "out" / "results.json")
+    assert result["format"] == RESULTS_FORMAT and typed.summary.n_requests == 9
+    assert typed.summary.server is not None and typed.summary.server.samples >= 1
     for name, v in result["summary"]["variants"].items():
         assert v["n"] == 3 and v["failed"] == 0, name
         m = v["metrics"]["e2e_ms"]
@@ -82,6 +87,7 @@ def test_bench_writes_consistent_files(vllm_server: str, tmp_path: Path) -> None
     assert said.startswith("peak ") and said.endswith(NO_GPU)
     assert f"the server meanwhile: {said}" in out.stdout and said in html
     assert "what the server was doing (bottom)" in html  # drawn on the requests' time axis
+    assert "rows on another clock" not in html  # every request on the samples' clock
     # listed and comparable from the CLI
     listed = subprocess.run([sys.executable, "-m", "playground.cli", "runs", "list"],
                             capture_output=True, text=True, env=env, timeout=60)

@@ -258,6 +258,9 @@ def test_a_rate_sweep_records_each_requests_send_delay(vllm_server: str, tmp_pat
     assert "Throughput against latency" in page and "8 req/s</td>" in page
     assert '"text":["8 req\\u002fs","inf req\\u002fs"]' in page  # the points' labels
     assert "TTFT p50" in page and "send delay p50 / p99 ms" in page
+    # ... and the server's series, level after level, beside each level's TTFT
+    assert 'id="server-series"' in page and "No sample of the server" not in page
+    assert "what the server was doing (bottom)" in page and '"name":"waiting (server)"' in page
 
 
 def test_a_failed_scrape_is_a_gap_in_the_series_not_a_failed_sweep(vllm_server: str,

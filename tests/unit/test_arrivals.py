@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,18 +50,23 @@ def test_bad_rates_are_named() -> None:
 
 
 def test_a_rate_sweep_stops_when_throughput_stalls_while_queueing_grows() -> None:
+    from playground.core.results import ServerSummary
+    from playground.core.sweep_doc import SweepLevel
     from playground.lab.sweep import saturated, summarise
 
-    def level(req_s: float, ttft_due: float) -> dict:
-        return {"req_per_s": req_s, "ttft_from_due_p50_ms": ttft_due}
+    def level(req_s: float | None, ttft_due: float | None, waiting: float | None = None
+              ) -> SweepLevel:
+        server = None if waiting is None else ServerSummary(samples=1, gaps=0,
+                                                            peak_waiting=waiting)
+        return SweepLevel(n=8, failed=0, req_per_s=req_s, ttft_from_due_p50_ms=ttft_due,
+                          server=server)
 
     assert saturated(level(10, 50), level(19, 60)) == ""  # still rising
     assert saturated(level(10, 50), level(10.2, 70)) == ""  # flat, but no queue growth yet
     why = saturated(level(10, 50), level(10.2, 400))
     assert why.startswith("saturated: throughput 10.00 -> 10.20 req/s") and "50 -> 400" in why
-    assert saturated(level(10, 50), {"req_per_s": None}) == ""  # closed-loop levels: no rule
-    queued = saturated({**level(10, 50), "server": {"peak_waiting": 0}},
-                       {**level(10.1, 60), "server": {"peak_waiting": 12}})
+    assert saturated(level(10, 50), level(None, None)) == ""  # closed-loop levels: no rule
+    queued = saturated(level(10, 50, waiting=0), level(10.1, 60, waiting=12))
     assert "waiting queue grew 0 -> 12" in queued and "TTFT" not in queued
 
     def row(ttft: float, delay: float | None) -> dict:
@@ -76,21 +82,24 @@ def test_a_rate_sweep_stops_when_throughput_stalls_while_queueing_grows() -> Non
     assert slow["client_bound"] is True and slow["ttft_from_due_p50_ms"] == 130
 
 
-def _level(**kw: object) -> dict:
-    return {"n": 8, "failed": 0, "ttft_p50_ms": 20.0, "ttft_p99_ms": 40.0, "tpot_p50_ms": 5.0,
-            "tpot_p99_ms": 9.0, **kw}
+def _level(**kw: Any) -> Any:
+    from playground.core.sweep_doc import SweepLevel
+
+    return SweepLevel(**{"n": 8, "failed": 0, "ttft_p50_ms": 20.0, "ttft_p99_ms": 40.0,
+                         "tpot_p50_ms": 5.0, "tpot_p99_ms": 9.0, **kw})
 
 
 def test_the_sweep_report_draws_the_pareto_view_with_the_hand_off_and_the_send_delay() -> None:
+    from playground.core.sweep_doc import SweepDoc
     from playground.outputs import html
     from playground.outputs.sweep_figure import sweep_figure
 
-    doc = {"model": "m", "base_url": "u", "vllm": "0.32", "output_len": 8, "date": "d",
-           "machine": {"cpu": "x86", "cores": 2}, "levels": [
-               _level(concurrency=8, engine="playground", req_per_s=10.0, workers=2,
-                      nodes={"a": 4, "b": 4}),
-               _level(concurrency=128, engine="vllm-bench", req_per_s=30.0),
-               _level(concurrency=512, engine="vllm-bench", req_per_s=None)]}
+    doc = SweepDoc(model="m", base_url="u", vllm="0.32", output_len=8, date="d",
+                   machine={"cpu": "x86", "cores": 2}, engine="auto", levels=[
+                       _level(concurrency=8, engine="playground", req_per_s=10.0, workers=2,
+                              nodes={"a": 4, "b": 4}),
+                       _level(concurrency=128, engine="vllm-bench", req_per_s=30.0),
+                       _level(concurrency=512, engine="vllm-bench", req_per_s=None)])
     fig = sweep_figure(doc)
     assert fig is not None
     names = [t.name for t in fig.data]
@@ -104,10 +113,10 @@ def test_the_sweep_report_draws_the_pareto_view_with_the_hand_off_and_the_send_d
     page = html.sweep(doc, plotlyjs="cdn")
     assert "hand-off to vllm bench serve (c128)" in page and "2 (2)" in page  # readers (nodes)
     # open loop: a marker grows with the client's send delay, ringed when it was the bottleneck
-    rates = {**doc, "levels": [
+    rates = doc.model_copy(update={"levels": [
         _level(rate_per_s=5, req_per_s=5.0, send_delay_p50_ms=0.2, send_delay_p99_ms=0.5),
         _level(rate_per_s=50, req_per_s=40.0, send_delay_p50_ms=30.0, send_delay_p99_ms=90.0,
-               client_bound=True)]}
+               client_bound=True)]})
     fig = sweep_figure(rates)
     assert fig is not None
     m = fig.data[0].marker
@@ -116,7 +125,8 @@ def test_the_sweep_report_draws_the_pareto_view_with_the_hand_off_and_the_send_d
     assert not fig.layout.annotations or all("hand-off" not in a.text
                                              for a in fig.layout.annotations)
     assert "client-bound" in html.sweep(rates, plotlyjs="cdn")
-    assert sweep_figure({"levels": [_level(concurrency=1, req_per_s=None)]}) is None
+    assert sweep_figure(doc.model_copy(update={"levels": [
+        _level(concurrency=1, req_per_s=None)]})) is None
 
 
 def test_experiments_and_background_take_a_rate_with_vllm_benchs_flags() -> None:

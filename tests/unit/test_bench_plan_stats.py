@@ -135,12 +135,18 @@ def test_report_files_are_consistent(tmp_path: Path) -> None:
         rows = list(csv.DictReader(f))
     assert len(rows) == 21  # timed requests only, failures included
     s = summarize_run(run)
-    assert s["n_failed"] == 1 and s["variants"]["b"]["failed"] == 1
-    assert s["variants"]["a"]["server"]["rest_ms"] == pytest.approx(10.0)
-    for v in s["variants"].values():
-        m = v["metrics"]["e2e_ms"]
-        lo, hi = m["median_ci"]
-        assert lo <= m["p50"] <= hi
+    assert s.n_failed == 1 and s.variants["b"].failed == 1
+    assert s.variants["a"].server.rest_ms == pytest.approx(10.0)
+    for v in s.variants.values():
+        m = v.metrics["e2e_ms"]
+        assert m.median_ci is not None and m.p50 is not None
+        lo, hi = m.median_ci
+        assert lo <= m.p50 <= hi
+    # results.json: the published format, read back typed to the same summary
+    from playground.core.results import RESULTS_FORMAT, load_results
+    back = load_results(paths["json"])
+    assert back.format == RESULTS_FORMAT and len(back.requests) == 21
+    assert back.summary.model_dump() == s.model_dump()
     html = paths["html"].read_text()
     assert "Plotly" in html and "<script src=" not in html  # inlined, works offline
     cdn = write_outputs(run, tmp_path / "cdn", plotlyjs="cdn")["html"].read_text()
@@ -184,7 +190,7 @@ def test_streamed_replies_that_arrived_at_once_are_counted_and_said() -> None:
                 make_record("a", 20, 19.5, tokens=4, trial=2),  # too short to tell
                 make_record("b", 270, trial=3)]  # not streamed
     summary = summarize_run(Run(requests=streamed))
-    assert summary["variants"]["a"]["at_once"] == 1 and summary["variants"]["b"]["at_once"] == 0
+    assert summary.variants["a"].at_once == 1 and summary.variants["b"].at_once == 0
     (warning,) = at_once_text(summary)
     assert warning.startswith("a: 1 of 3 streamed replies arrived at once")
     assert warning.endswith("their TTFT is their E2E")

@@ -143,7 +143,8 @@ def test_the_sampler_records_gpus_at_its_ticks_though_every_scrape_fails(
     run = read_run(run_file.path)
     assert run.gpu == series.gpu and run.series_info is not None
     summary = server_summary(run)
-    assert summary is not None and summary["text"] == describe(found)
+    assert summary is not None and summary.text == describe(found)
+    assert summary.peak_gpu_util_pct == 87 and summary.samples == 0
 
 
 def test_a_run_file_without_a_series_has_no_server_summary(tmp_path: Path) -> None:
@@ -162,24 +163,31 @@ def test_the_series_is_drawn_on_the_requests_time_axis() -> None:
         return ServerSample(t=t, running=2, waiting=waiting, kv_usage=0.5, prefix_queries=0,
                             prefix_hits=0, preemptions=0, prompt_tokens=0, generation_tokens=0)
 
+    # sampled on the machine's monotonic clock: wall 1,000,000 s when it read 100 s
     series = Series(samples=[at(100.0, 0), at(100.25, 40)],
                     gpu=[GpuSample(t=100.25, gpu=0, util_pct=93, mem_used_mib=1,
-                                   power_w=None, sm_clock_mhz=None)])
+                                   power_w=None, sm_clock_mhz=None)],
+                    clock_origin=(1_000_000.0, 100.0))
     def sent_at(r: RequestRecord, t: float) -> RequestRecord:  # its clock readings moved
         raw = r.raw
         raw.t_send, raw.t_last = t, t + (raw.t_last or 0.0)
         raw.t_first_chunk = raw.t_first_content = t + (raw.t_first_content or 0.0)
         raw.token_times = [t + x for x in raw.token_times]
+        r.clock_origin = (1_000_050.0, 150.0)  # the same clock, read later
         return r
 
     reqs = [sent_at(make_record("a", 900, 300), 100.2), sent_at(make_record("b", 100, 40), 100.1)]
-    far = make_record("b", 100, 40)  # read by a reader process: its own clock
+    far = make_record("b", 100, 40)  # another machine's clock
     far.clock_origin = (1.7e9, 5.0)
-    fig = series_figure(series, [*reqs, far]).to_dict()
+    imported = make_record("b", 100, 40)  # no origin: times from another tool's start
+    fig = series_figure(series, [*reqs, far, imported]).to_dict()
     lines = {t["name"]: t for t in fig["data"]}
     assert lines["a"]["x"] == [0.2] and lines["a"]["y"] == [pytest.approx(300)]  # at +0.2 s
     assert lines["b"]["x"] == [0.1]  # the far row is not drawn on this clock...
-    assert "1 rows read by reader processes are not drawn" in fig["layout"]["title"]["text"]
+    assert "2 rows on another clock are not drawn" in fig["layout"]["title"]["text"]
+    # a series from before clock origins were kept: every request with one is drawn
+    old = series_figure(series.model_copy(update={"clock_origin": None}), [*reqs, imported])
+    assert "1 rows on another clock" in old.to_dict()["layout"]["title"]["text"]
     assert lines["waiting (server)"]["x"] == [0.0, 0.25]  # ...the server's are, on it
     assert lines["waiting (server)"]["y"] == [0, 40]
     assert lines["KV cache used %"]["y"] == [50, 50] and lines["GPU 0 utilisation %"]["y"] == [93]

@@ -20,6 +20,7 @@ from playground.lab.imports import read_result
 from playground.lab.imports_tools import AIPERF, GUIDELLM, variant_name
 from playground.lab.store import read_run
 from playground.outputs.versus_view import timeline
+from tests.records import make_record
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "imports"
 GUIDE = DATA / "guidellm-benchmarks.json"
@@ -154,3 +155,9 @@ def test_runs_side_by_side_on_one_page(tmp_path: Path) -> None:
     fig = timeline([("A", read_run(a).timed), ("B", read_run(b).timed)])
     xs = [list(t.x) for t in fig.data]
     assert len(xs) == 4 and all(min(x) == 0 and max(x) > 0.1 for x in xs)
+    # ... and our own runs' requests too, whose stamps carry their clock's origin
+    ours = [make_record("a", 100.0, 10.0, trial=i) for i in range(3)]
+    for i, r in enumerate(ours):
+        r.raw.t_send = 50.0 + i
+        r.clock_origin = (1.7e9, 40.0)
+    assert sorted(timeline([("ours", ours)]).data[0].x) == [0.0, 1.0, 2.0]

@@ -8,6 +8,7 @@ from playground.core.metrics import RawTimings, Usage, residual_ms
 from playground.core.phases import breakdown
 from playground.core.record import RequestRecord, ScoreInfo
 from playground.core.request import ChatRequest
+from playground.core.results import GridCell
 from playground.core.runner import Recording
 from playground.core.scoring import thinking_cut_off
 from playground.lab.insight import definitions, goodput, grid
@@ -82,7 +83,7 @@ def test_every_view_shows_the_same_residual() -> None:
     b = r.phases()
     assert b is not None and b.residual_ms == pytest.approx(55.0)
     assert residual_ms(r.raw, r.metrics.e2e_ms) == pytest.approx(55.0)
-    assert server_share([r])["rest_ms"] == pytest.approx(55.0)
+    assert server_share([r]).rest_ms == pytest.approx(55.0)
     live = Recording(r.variant, ChatRequest("a", {"stream": True, "max_tokens": 8}), "u", r.raw,
                      status="done")
     assert "rest (HTTP, API server, transport, client) 55.0 ms" in server_line(live)
@@ -162,5 +163,5 @@ def test_guided_overhead_is_not_applicable_where_the_grammar_never_applied() -> 
     assert cut["guided_overhead_tpot_ms"] is None
     assert cut["guided_overhead_note"] == "not applicable (grammar never applied: thinking cut off)"
     assert cells[(False, True)]["guided_overhead_tpot_ms"] is not None  # applied: measured
-    shown = {(r[0], r[1]): r[9] for r in grid_rows(list(cells.values()))}
+    shown = {(r[0], r[1]): r[9] for r in grid_rows([GridCell(**c) for c in cells.values()])}
     assert shown[("on", "on")].startswith("not applicable") and "ms/token" in shown[("off", "on")]

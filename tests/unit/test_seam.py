@@ -60,8 +60,8 @@ async def test_bench_writes_typed_records_and_calls_the_faster_variant(tmp_path:
     # the server's series beside the requests, as typed lines of the same file
     assert [(s.running, s.waiting) for s in run.server] == [(1, 2), (1, 2)]
     summary = summarize_run(run)
-    wait = next(c for c in summary["comparisons"] if c["metric"] == "visible_wait_ms")
-    assert wait["call"] == "lower" and "stream is" in wait["verdict"]
+    wait = next(c for c in summary.comparisons if c.metric == "visible_wait_ms")
+    assert wait.call == "lower" and "stream is" in wait.verdict
 
 
 async def test_a_claim_and_the_board_are_judged_end_to_end(tmp_path: Path) -> None:
