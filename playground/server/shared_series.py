@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from playground.server.series import Sampler, Series
 
 LINGER_S = 30.0
+REAP_SLACK_S = 0.05  # a timer that fires a hair early still reaps
 
 
 @dataclass
@@ -94,12 +95,15 @@ class SharedSamplers:
             self._reap()
 
     def _reap(self) -> None:
-        """Stop the samplers no run has held for `linger_s` (called under the lock)."""
+        """Stop the samplers no run has held for `linger_s` (called under the lock). The stop
+        (joining a thread that may be mid-scrape) runs in a thread of its own: a run holding
+        the lock meanwhile never waits for it."""
         now = self.clock()
         for url, shared in list(self._by_url.items()):
             if shared.holders == 0 and shared.idle_since is not None and \
-                    now - shared.idle_since >= self.linger_s:
-                shared.sampler.stop()
+                    now - shared.idle_since >= self.linger_s - REAP_SLACK_S:
+                threading.Thread(target=shared.sampler.stop, name="sampler-stop",
+                                 daemon=True).start()
                 del self._by_url[url]
 
     def leased(self, base_url: str) -> Leased:
@@ -109,9 +113,10 @@ class SharedSamplers:
     def stop(self) -> None:
         """Stop every sampler (the app is shutting down)."""
         with self._lock:
-            for shared in self._by_url.values():
-                shared.sampler.stop()
+            stopping = [shared.sampler for shared in self._by_url.values()]
             self._by_url.clear()
+        for sampler in stopping:
+            sampler.stop()
 
 
 @dataclass
