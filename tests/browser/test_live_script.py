@@ -148,6 +148,49 @@ def test_text_is_painted_while_the_run_goes_on_and_the_views_follow(
     expect(page.locator(".stale")).to_have_count(0, timeout=10_000)
 
 
+COUNT_WRITES = """(b) => {  // counts every write of the box's text (the script's only way in)
+    const own = Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value');
+    window.qllWrites = [];
+    Object.defineProperty(b, 'value', {get() { return own.get.call(this); },
+        set(v) { window.qllWrites.push(v.length); own.set.call(this, v); }});
+}"""
+
+
+def test_a_long_answer_is_rewritten_a_few_times_a_second_not_at_every_message(
+        served: tuple[str, Feeds], page: Page) -> None:
+    """Rewriting two 8,000-token answers at every message kept a small machine's main thread
+    so busy that Stop took no click for 30 s (V74). Past 4,000 characters a box is rewritten
+    at most every 250 ms; its newest text still arrives while the run goes on, and all of it
+    at the end."""
+    url, feeds = served
+    page.goto(url)
+    token = page.evaluate("window.qllFollow()")
+    v = Variant(name="scripted", stream=True, thinking=False, max_tokens=4096)
+    rec = Recording(v, build(v, "hi", "m"), "http://scripted/v1", RawTimings(streaming=True))
+    feed = feeds.open(token)
+    rec.feed(Event("sent", time.perf_counter()))
+    feed.recs, feed.where = [rec], [0]
+    box = page.locator(f"#{ids.col(ids.ANSWER, 0)} textarea")
+    box.evaluate(COUNT_WRITES)
+    long = "x" * 5000
+    rec.feed(Event("chunk", time.perf_counter(), content=long))
+    expect(box).to_have_value(long, timeout=10_000)  # written at once
+    pieces = 20
+    for i in range(pieces):  # a message each (the producer sends at most every 30 ms)
+        rec.feed(Event("chunk", time.perf_counter(), content=f" {i:02d}"))
+        time.sleep(0.06)
+    whole = long + "".join(f" {i:02d}" for i in range(pieces))
+    expect(box).to_have_value(whole, timeout=10_000)  # before the run's end
+    assert not feed.done
+    writes = page.evaluate("window.qllWrites")
+    # 20 messages over ~1.2 s: about 5 rewrites at 250 ms; one per message without the limit
+    assert writes[0] == len(long) and len(writes) <= pieces // 2, writes
+    rec.feed(Event("chunk", time.perf_counter(), content=" end"))
+    rec.feed(Event("done", time.perf_counter()))
+    feed.finish()
+    expect(box).to_have_value(whole + " end", timeout=10_000)
+
+
 LABEL = "replay of scripted (CPU only, 2026-12-05)"
 
 

@@ -37,7 +37,10 @@
     for (const id of Object.keys(html)) delete html[id];
     painted = false;
     clickedAt = performance.now();
-    document.querySelectorAll(boxes).forEach((t) => { t.value = ''; t.dataset.away = '0'; });
+    late.clear();
+    document.querySelectorAll(boxes).forEach((t) => {
+      t.value = ''; t.dataset.away = '0'; t.dataset.writtenAt = '0';
+    });
     const markup = [...document.querySelectorAll('.live-status')].map((e) => e.id)
       .concat(Object.values(views));
     for (const id of markup) {
@@ -90,6 +93,38 @@
     else soon();
   };
   const soon = () => { if (frame === null) frame = requestAnimationFrame(flush); };
+  // A box's text is rewritten whole (a textarea has no cheaper append), and the browser lays
+  // the whole text out again each time: past LONG_TEXT characters a box is rewritten at most
+  // every LONG_TEXT_MS, the newest text kept meanwhile (`late`). Rewriting two 8,000-token
+  // answers every 30 ms kept a small machine's main thread so busy that Stop did not take a
+  // click for 30 s. The first text of a run, and every short answer, is written at once.
+  const LONG_TEXT = 4000;
+  const LONG_TEXT_MS = 250;
+  const late = new Map();  // box -> its newest text, not yet written
+  let lateTimer = null;
+  const putText = (box, full) => {
+    late.delete(box);
+    if (box.value !== full) {
+      box.value = full;
+      box.dataset.writtenAt = String(performance.now());
+      follow.add(box);
+      soon();
+    }
+  };
+  const writeLate = () => {
+    if (lateTimer !== null) clearTimeout(lateTimer);
+    lateTimer = null;
+    for (const [box, full] of [...late]) putText(box, full);
+  };
+  const write = (box, full) => {
+    const since = performance.now() - Number(box.dataset.writtenAt || 0);
+    if (full.length <= LONG_TEXT || since >= LONG_TEXT_MS) {
+      putText(box, full);
+      return;
+    }
+    late.set(box, full);
+    if (lateTimer === null) lateTimer = setTimeout(writeLate, LONG_TEXT_MS - since);
+  };
   document.addEventListener('scroll', (e) => {  // a reader scrolling a box up stays there
     const box = e.target;
     if (box instanceof HTMLTextAreaElement && box.matches(boxes)) {
@@ -110,10 +145,7 @@
       const full = (text[id] || '').slice(0, start) + piece;
       text[id] = full;
       const box = document.querySelector('#' + id + ' textarea');
-      if (box && box.value !== full) {
-        box.value = full;
-        follow.add(box);
-      }
+      if (box) write(box, full);
     }
     if (typeof d.replay === 'string') {  // the connection line (#server-status, Gradio's)
       const c = document.getElementById(ids.connection);
@@ -124,7 +156,8 @@
     }
     for (const [col, markup] of Object.entries(d.status || {})) html[ids.status + col] = markup;
     for (const [k, id] of Object.entries(views)) if (k in d) html[id] = d[k];
-    if (d.end) {  // the run's last word is drawn now
+    if (d.end) {  // the run's last word is drawn now, and every box's whole text
+      writeLate();
       drawMarkup(true);
       stoppable(false);
     }
