@@ -64,6 +64,8 @@ def aiperf(bin_dir: Path, root_url: str, model: str, tokenizer: str, work: Path)
            "--export-level", "records", "--output-artifact-dir", str(art), "--ui-type", "none"]
     subprocess.run(cmd, check=True, timeout=600)
     shutil.copy(art / "profile_export.jsonl", OUT / "aiperf-profile_export.jsonl")
+    # its configuration (the served model's name; the records carry none)
+    shutil.copy(art / "profile_export_aiperf.json", OUT / "aiperf-profile_export_aiperf.json")
     return cmd
 
 

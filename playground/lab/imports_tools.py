@@ -148,8 +148,46 @@ def _guidellm_request(variant: Variant, model: str, i: int, r: dict[str, Any],
                    sent=0.0 if start is None else start - t0)
 
 
-def read_aiperf(lines: list[dict[str, Any]], path: Path, label: str | None, model: str = "?"
+def _config_models(doc: Any) -> list[str]:
+    """The served model names in AIPerf's configuration: `input_config.models.items[].name`
+    (0.13) or `input_config.endpoint.model_names` (earlier releases); [] when neither holds."""
+    config = doc.get("input_config") if isinstance(doc, dict) else None
+    if not isinstance(config, dict):
+        return []
+    models = config.get("models")
+    items = models.get("items") if isinstance(models, dict) else None
+    names = ([i.get("name") for i in items if isinstance(i, dict)]
+             if isinstance(items, list) else [])
+    endpoint = config.get("endpoint")
+    if not names and isinstance(endpoint, dict):
+        names = endpoint.get("model_names") or []
+    return [n for n in names if isinstance(n, str) and n] if isinstance(names, list) else []
+
+
+def aiperf_model(path: Path) -> tuple[str, str]:
+    """(served model name, where it came from) for an AIPerf records file.
+
+    The records carry no model name. AIPerf writes its configuration next to them, in
+    profile_export_aiperf.json (AIPerf says that section is not a stable format, so two
+    layouts are read): from `<prefix>profile_export_aiperf.json` beside
+    `<prefix>profile_export.jsonl`, or a plain profile_export_aiperf.json in the same folder."""
+    names = [path.name.replace("profile_export.jsonl", "profile_export_aiperf.json"),
+             "profile_export_aiperf.json"]
+    for name in dict.fromkeys(n for n in names if n != path.name):
+        aggregate = path.with_name(name)
+        try:
+            models = _config_models(json.loads(aggregate.read_text("utf-8")))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if models:
+            return ", ".join(models), f"model name from {aggregate.name}"
+    return "?", ("model unknown: its records name none, and no profile_export_aiperf.json "
+                 "(AIPerf's configuration) was found beside the file")
+
+
+def read_aiperf(lines: list[dict[str, Any]], path: Path, label: str | None
                 ) -> tuple[RunMeta, list[RequestRecord]]:
+    model, model_note = aiperf_model(path)
     variant = Variant(name=variant_name(label or "aiperf"), stream=True)
     records: list[RequestRecord] = []
     starts = [(x.get("metadata") or {}).get("request_start_ns") for x in lines]
@@ -188,8 +226,8 @@ def read_aiperf(lines: list[dict[str, Any]], path: Path, label: str | None, mode
     if not records:
         raise PresetError("metadata.benchmark_phase", "no profiling records (only warm-up?)",
                           source=str(path))
-    return RunMeta(model=model, tool=AIPERF, imported_from=str(path), notes=NOTES[AIPERF]
-                   ), records
+    return RunMeta(model=model, tool=AIPERF, imported_from=str(path),
+                   notes=f"{NOTES[AIPERF]}; {model_note}"), records
 
 
 def sniff(path: Path) -> tuple[str, Any]:

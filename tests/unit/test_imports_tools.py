@@ -25,6 +25,7 @@ from tests.records import make_record
 DATA = Path(__file__).resolve().parents[1] / "data" / "imports"
 GUIDE = DATA / "guidellm-benchmarks.json"
 AIP = DATA / "aiperf-profile_export.jsonl"
+AIP_CONFIG = DATA / "aiperf-profile_export_aiperf.json"
 
 
 def cli_in(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
@@ -73,6 +74,11 @@ def test_aiperf_requests_keep_its_ttft_gaps_and_inter_token_latency() -> None:
     meta, records = read_result(AIP, "mine")
     theirs = [json.loads(x)["metrics"] for x in AIP.read_text("utf-8").splitlines()]
     assert meta.model_extra is not None and meta.model_extra["tool"] == AIPERF
+    # the records name no model: it comes from AIPerf's configuration beside them
+    assert meta.model == "Qwen/Qwen3-0.6B" == json.loads(AIP_CONFIG.read_text("utf-8"))[
+        "input_config"]["models"]["items"][0]["name"]
+    assert "model name from aiperf-profile_export_aiperf.json" in meta.model_extra["notes"]
+    assert all(r.request["model"] == "Qwen/Qwen3-0.6B" for r in records)
     assert len(records) == len(theirs) == 8 and {r.name for r in records} == {"mine"}
     for rec, t in zip(records, theirs, strict=True):
         m = rec.metrics
@@ -91,6 +97,21 @@ def test_aiperf_requests_keep_its_ttft_gaps_and_inter_token_latency() -> None:
         assert m.reasoning_tokens == t["usage_reasoning_tokens"]["value"] and m.ttfa_ms is None
     assert min(r.raw.t_send for r in records) == 0  # type: ignore[type-var]
     assert max(r.raw.t_send for r in records) > 0  # type: ignore[type-var]
+
+
+def test_an_aiperf_file_alone_says_its_model_is_unknown(tmp_path: Path) -> None:
+    alone = tmp_path / "profile_export.jsonl"
+    alone.write_text(AIP.read_text("utf-8"))
+    meta, records = read_result(alone)
+    assert meta.model == "?" and len(records) == 8
+    assert "no profile_export_aiperf.json" in (meta.model_extra or {})["notes"]
+    # AIPerf's own file names, in its own folder: found
+    (tmp_path / "profile_export_aiperf.json").write_text(AIP_CONFIG.read_text("utf-8"))
+    assert read_result(alone)[0].model == "Qwen/Qwen3-0.6B"
+    # the layout of AIPerf's releases before 0.13
+    older = {"input_config": {"endpoint": {"model_names": ["org/older"], "type": "chat"}}}
+    (tmp_path / "profile_export_aiperf.json").write_text(json.dumps(older))
+    assert read_result(alone)[0].model == "org/older"
 
 
 def test_warm_up_records_are_left_out_and_bad_files_name_what_is_wrong(tmp_path: Path) -> None:
