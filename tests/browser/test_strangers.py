@@ -11,6 +11,7 @@ was still on), never a duration.
 from __future__ import annotations
 
 import http.client
+import re
 import secrets
 import threading
 import time
@@ -397,10 +398,25 @@ def test_a_slow_replay_is_refused_on_a_shared_page(browser, shared: Shared,  # t
     panel.get_by_text("Replay a recording").first.click()
     speed = page.locator("#replay-speed input[type=number]")
     speed.wait_for(state="visible", timeout=LONG)
-    speed.fill("0.25")
-    speed.press("Tab")
-    page.get_by_role("button", name="Replay", exact=True).click()
     info = page.locator("#replay-info")
+    tries = []
+    for _ in range(3):
+        # the slider's own range input follows the value it will send: wait for it. In V82
+        # (3e99951, the whole suite, one failure) the click still went out at the default
+        # 1x: the replay played and the refusal was never asked for. That is the page not
+        # taking the typed speed yet, not the refusal: such a replay is stopped and the speed
+        # set again (at most 3 times; each try is said below)
+        speed.fill("0.25")
+        speed.press("Tab")
+        expect(page.locator("#replay-speed input[type=range]")).to_have_value("0.25")
+        page.get_by_role("button", name="Replay", exact=True).click()
+        expect(info).to_contain_text(re.compile(r"1x or faster|replaying"), timeout=LONG)
+        said = info.inner_text()
+        tries.append(" ".join(said.split())[:80])
+        if "1x or faster" in said or "at 0.25x" in said:
+            break
+        page.get_by_role("button", name="Stop replay", exact=True).click()
+        expect(info).to_contain_text("replay ended", timeout=LONG)
     expect(info).to_contain_text("1x or faster", timeout=LONG)
     refused = info.inner_text()
     played = page.locator("#answer-0 textarea").input_value()
@@ -409,7 +425,9 @@ def test_a_slow_replay_is_refused_on_a_shared_page(browser, shared: Shared,  # t
     page.get_by_role("button", name="Replay", exact=True).click()
     expect(page.locator("#answer-0 textarea")).not_to_have_value("", timeout=LONG)
     page.context.close()
-    observed(f"at 0.25x: {' '.join(refused.split())[:160]}; at 4x it played")
+    observed(f"at 0.25x: {' '.join(refused.split())[:160]}; at 4x it played"
+             + (f" (the speed was taken at try {len(tries)}: {tries})" if len(tries) > 1
+                else ""))
     assert "0.25x" in refused and played == ""
 
 
