@@ -46,8 +46,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import proc_cpu
 
 from playground.core.compare import compare
+from playground.core.metrics import server_parts
 from playground.core.record import RequestRecord
 from playground.lab import calls
 from playground.lab.replay import from_history, save
@@ -61,6 +65,7 @@ from playground.specs.presets import PresetLibrary
 ADDRESS = "北京市朝阳区建国路88号SOHO现代城A座2305 收件人：王建国 手机：13812345678"
 PRESET = "fixed-64-stream"
 N_COLS = 4
+CPU_WINDOW_S = 0.2  # CPU time by process is taken over this long from the click (proc_cpu)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 # Every change of an answer box's length (code points, like Python's len) with its wall time.
@@ -189,7 +194,10 @@ def browser_round(page: Any, click: Any, done: Any, timeout_s: float = 300) -> d
     """Watch the answer boxes, click, wait for `done()`, return the browser's record."""
     page.evaluate(WATCH_JS, N_COLS)
     page.wait_for_timeout(100)  # the watcher's first frame records the cleared boxes
-    click()
+    cpu0, t0 = proc_cpu.snapshot(), time.monotonic()
+    click()  # Playwright's click returns once the click is dispatched: its own time varies
+    time.sleep(CPU_WINDOW_S)  # the browser, the app and vLLM go on meanwhile
+    cpu = {**proc_cpu.since(cpu0), "window": round(time.monotonic() - t0, 3)}
     deadline = time.monotonic() + timeout_s
     result = None
     while time.monotonic() < deadline:
@@ -211,7 +219,68 @@ def browser_round(page: Any, click: Any, done: Any, timeout_s: float = 300) -> d
     return {"click": page.evaluate("() => window.__click"),
             "feed": page.evaluate("() => { const l = window.qllFeedLog || []; "
                                   "window.qllFeedLog = []; return l; }"),
-            "obs": page.evaluate("() => window.__obs"), "result": result}
+            "obs": page.evaluate("() => window.__obs"), "result": result, "cpu": cpu}
+
+
+def server_side(rec: RequestRecord) -> dict[str, float | None]:
+    """The engine's own part of the wait (vLLM's --enable-per-request-metrics): queued ->
+    scheduled, and scheduled -> first token. Client TTFA minus these is the rest: the API
+    server, the transport and the reader."""
+    parts = server_parts(rec.raw)
+    r = rec.raw
+    return {"server_queue_ms": parts.queue_ms if parts else None,
+            "server_ttft_ms": parts.prefill_ms if parts else None,
+            # sent -> the response's headers (vLLM sends them once the request is templated,
+            # tokenized and handed to the engine) and -> its first chunk (the role chunk)
+            "headers_ms": None if r.t_send is None or r.t_headers is None
+            else (r.t_headers - r.t_send) * 1000,
+            "first_chunk_ms": None if r.t_send is None or r.t_first_chunk is None
+            else (r.t_first_chunk - r.t_send) * 1000}
+
+
+def wait_parts(raw: list[dict]) -> dict[str, dict[str, Any]]:
+    """Per row (plain page, Playground, headless): medians of the client's TTFA, the engine's
+    part of it (queue, scheduled -> first token) and the rest; for the two browser rows, the
+    mean CPU time each process group used in the CPU_WINDOW_S after a click."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in ("plain", "live", "headless"):
+        rs = [r for r in raw if r["row"] == row and r.get("ttfa_ms") is not None]
+        if not rs:
+            continue
+        rest = [_rest(r) for r in rs
+                if r.get("server_ttft_ms") is not None and r.get("server_queue_ms") is not None]
+        windows = [r["cpu_s"] for r in rs if r.get("cpu_s")]
+        groups = sorted({g for w in windows for g in w} - {"window"})
+        wall = sum(w["window"] for w in windows) * (os.cpu_count() or 1)
+        out[row] = {"n": len(rs), "ttfa_p50_ms": p([r["ttfa_ms"] for r in rs], 50),
+                    "headers_p50_ms": p([r["headers_ms"] for r in rs
+                                         if r.get("headers_ms") is not None], 50),
+                    "first_chunk_p50_ms": p([r["first_chunk_ms"] for r in rs
+                                             if r.get("first_chunk_ms") is not None], 50),
+                    "server_queue_p50_ms": p([r["server_queue_ms"] for r in rs
+                                              if r.get("server_queue_ms") is not None], 50),
+                    "server_ttft_p50_ms": p([r["server_ttft_ms"] for r in rs
+                                             if r.get("server_ttft_ms") is not None], 50),
+                    "rest_p50_ms": p(rest, 50), "clicks": len(windows),
+                    "window_ms": round(1000 * sum(w["window"] for w in windows)
+                                       / max(1, len(windows)), 1),
+                    "click_window_cpu_pct": {g: round(100 * sum(w.get(g, 0.0) for w in windows)
+                                                      / wall, 1) for g in groups} if wall else {}}
+    hl = [r for r in raw if r["row"] == "headless" and r.get("server_ttft_ms") is not None]
+    for row in ("plain", "live"):
+        rs = [r for r in raw if r["row"] == row and r.get("server_ttft_ms") is not None]
+        if row in out and rs and hl:  # row vs headless, ratio of medians with its interval
+            out[row]["vs_headless"] = {
+                "server_ttft": within_5([r["server_ttft_ms"] for r in hl],
+                                        [r["server_ttft_ms"] for r in rs]),
+                "headers": within_5([r["headers_ms"] for r in hl if r.get("headers_ms")],
+                                    [r["headers_ms"] for r in rs if r.get("headers_ms")]),
+                "rest": within_5([_rest(r) for r in hl], [_rest(r) for r in rs])}
+    return out
+
+
+def _rest(r: dict) -> float:
+    return r["ttfa_ms"] - r["server_queue_ms"] - r["server_ttft_ms"]
 
 
 def headless(settings: Settings, variants: list, prompt: str) -> list[RequestRecord]:
@@ -288,6 +357,7 @@ def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path) -> tuple[dict
                 raw.append({"row": "plain", "round": k, "column": c, "click_ms": got["click"],
                             "first_visible_ms": seen, "ttft_ms": m.ttft_ms,
                             "ttfa_ms": m.ttfa_ms, "e2e_ms": m.e2e_ms, "first_lag_ms": fl,
+                            **server_side(rec), "cpu_s": got["cpu"] if c == 0 else None,
                             "chunk_lengths": lens, "chunk_wall_s": times,
                             "browser": [o[1:] for o in got["obs"] if int(o[0]) == c]})
             got, recs = ui_round(f"[ui {k:03d}] {ADDRESS}")
@@ -307,6 +377,7 @@ def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path) -> tuple[dict
                             "feed": got["feed"] if c == 0 else None,
                             "first_visible_ms": seen, "ttft_ms": m.ttft_ms,
                             "ttfa_ms": m.ttfa_ms, "e2e_ms": m.e2e_ms, "first_lag_ms": fl,
+                            **server_side(rec), "cpu_s": got["cpu"] if c == 0 else None,
                             "chunk_lengths": lens, "chunk_wall_s": times,
                             "browser": [o[1:] for o in got["obs"] if int(o[0]) == c]})
             for c, rec in enumerate(headless(settings, [variant] * N_COLS,
@@ -315,7 +386,7 @@ def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path) -> tuple[dict
                 out["headless"].append({"ttft_ms": m.ttft_ms, "ttfa_ms": m.ttfa_ms,
                                         "e2e_ms": m.e2e_ms})
                 raw.append({"row": "headless", "round": k, "column": c, "ttft_ms": m.ttft_ms,
-                            "ttfa_ms": m.ttfa_ms, "e2e_ms": m.e2e_ms})
+                            "ttfa_ms": m.ttfa_ms, "e2e_ms": m.e2e_ms, **server_side(rec)})
         page.close()
         plain.close()
     return out, raw
@@ -541,6 +612,25 @@ def main() -> int:
         print(f"{label:14}{fmt(r['headless']):>12}{fmt(r['ui']):>14}"
               f"{fmt(r['ratio'], ''):>13}{'-' if ci is None else f'{ci[0]:.2f}-{ci[1]:.2f}':>18}"
               f"  {r['verdict']}")
+    parts = wait_parts(raw_live)
+    if parts:
+        print(f"\nwhere the wait goes (medians; 'engine' = vLLM's own queue + scheduled -> "
+              f"first token; CPU = each process group's share of the machine from the click "
+              f"to {CPU_WINDOW_S:.1f} s after it)")
+        for row, w in parts.items():
+            cpu = ", ".join(f"{g} {pct:.0f}%" for g, pct in w["click_window_cpu_pct"].items()
+                            if pct >= 1)
+            if cpu:
+                cpu += f" (window {w['window_ms']:.0f} ms)"
+            for what, r in w.get("vs_headless", {}).items():
+                ci = r["ratio_ci"]
+                cpu += (f"\n            {what} vs headless: {fmt(r['ratio'], '')} "
+                        f"({'-' if ci is None else f'{ci[0]:.2f}-{ci[1]:.2f}'}), {r['verdict']}")
+            print(f"  {row:9} TTFA {fmt(w['ttfa_p50_ms'])}  headers {fmt(w['headers_p50_ms'])}  "
+                  f"first chunk {fmt(w['first_chunk_p50_ms'])}  engine "
+                  f"{fmt(w['server_queue_p50_ms'])}"
+                  f" + {fmt(w['server_ttft_p50_ms'])}  rest {fmt(w['rest_p50_ms'])}"
+                  + (f"\n            CPU: {cpu}" if cpu else ""))
     print("\ntargets (docs/fidelity.md):")
     for t in targets:
         print(f"  {'MET ' if t['met'] else 'MISSED' if t['met'] is False else 'n/a '} "
@@ -550,6 +640,7 @@ def main() -> int:
         (a.out / "summary.json").write_text(json.dumps({
             "machine": machine, "base_url": a.base_url, "rounds": a.rounds, "columns": N_COLS,
             "preset": PRESET, "rows": rows, "ui_vs_headless": ratios, "targets": targets,
+            "where_the_wait_goes": parts, "cpu_window_s": CPU_WINDOW_S,
             "created": time.strftime("%Y-%m-%d %H:%M:%S %Z")}, indent=1) + "\n")
         with (a.out / "raw.jsonl").open("w") as f:
             for line in [*raw_ci, *raw_cb, *raw_live, *raw_replay]:
