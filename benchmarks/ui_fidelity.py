@@ -224,8 +224,9 @@ def browser_round(page: Any, click: Any, done: Any, timeout_s: float = 300) -> d
 
 def server_side(rec: RequestRecord) -> dict[str, float | None]:
     """The engine's own part of the wait (vLLM's --enable-per-request-metrics): queued ->
-    scheduled, and scheduled -> first token. Client TTFA minus these is the rest: the API
-    server, the transport and the reader."""
+    scheduled, and scheduled -> first token (client TTFA minus these is the rest: the API
+    server, the transport and the reader); and the reader's sent -> headers, sent -> first
+    chunk."""
     parts = server_parts(rec.raw)
     r = rec.raw
     return {"server_queue_ms": parts.queue_ms if parts else None,
@@ -234,14 +235,14 @@ def server_side(rec: RequestRecord) -> dict[str, float | None]:
             # tokenized and handed to the engine) and -> its first chunk (the role chunk)
             "headers_ms": None if r.t_send is None or r.t_headers is None
             else (r.t_headers - r.t_send) * 1000,
-            "first_chunk_ms": None if r.t_send is None or r.t_first_chunk is None
-            else (r.t_first_chunk - r.t_send) * 1000}
+            "first_chunk_ms": rec.metrics.first_chunk_ms}
 
 
 def wait_parts(raw: list[dict]) -> dict[str, dict[str, Any]]:
     """Per row (plain page, Playground, headless): medians of the client's TTFA, the engine's
-    part of it (queue, scheduled -> first token) and the rest; for the two browser rows, the
-    mean CPU time each process group used in the CPU_WINDOW_S after a click."""
+    part of it (queue, scheduled -> first token) and the rest; for the two browser rows, each
+    process group's share of the machine from just before a click to CPU_WINDOW_S after it;
+    and each row's ratios to headless with their intervals."""
     out: dict[str, dict[str, Any]] = {}
     for row in ("plain", "live", "headless"):
         rs = [r for r in raw if r["row"] == row and r.get("ttfa_ms") is not None]
