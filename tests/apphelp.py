@@ -57,6 +57,7 @@ _VISITORS = itertools.count(1)
 # Gradio's status tracker over a component whose event is still running (it gets `hide` when
 # the event is done)
 PENDING = "div.wrap.full:not(.hide):visible"
+ACTION_MS = 120_000  # a page action's limit (open_page says why)
 
 
 def new_visitor() -> str:
@@ -74,6 +75,13 @@ def open_page(browser: Any, url: str, visitor: str | None = None,
     password) for Gradio's login form of an app behind --auth."""
     ctx = browser.new_context(viewport={"width": 1500, "height": 1600},
                               extra_http_headers={"X-Forwarded-For": visitor or new_visitor()})
+    # An action (a click, reading a box) gets as long as the suite's other waits. Playwright's
+    # own 30 s was the shortest limit of every test, and on the 2-core box vLLM decoding long
+    # answers stalls every process for seconds at a time: a plain Python loop sleeping 50 ms,
+    # with no browser running, saw 6.8 s and 8.7 s stalls while the test server decoded two
+    # 8,000-token answers (2026-12-07). A page acting during such a run (V89: reading a
+    # column's metrics; V90: clicking Run) ran out of the 30 s and failed the test.
+    ctx.set_default_timeout(ACTION_MS)
     page = ctx.new_page()
     page.goto(url)
     if login:
