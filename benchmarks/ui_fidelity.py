@@ -16,14 +16,20 @@ box's length on this machine's wall clock) and joined with the backend's own rec
 each chunk arrived (run files) or was yielded (control):
 
 - click -> first visible answer text, minus the TTFA the column reports (live) or the
-  recorded TTFA (replay): p50 / p95 (target p50 <= 100 ms, p95 <= 250 ms);
-- render lag: backend receipt of each chunk -> the browser showing it, over every update
-  (target p50 <= 100 ms), and as a multiple of the control's (goal <= 3x);
-- UI TTFT and E2E vs headless: ratio of medians (targets within 5% and 2%).
+  recorded TTFA (replay): p50 / p90 / p95;
+- render lag: backend receipt of each chunk -> the browser showing it, over every update,
+  and as a multiple of the control's;
+- UI TTFT, TTFA and E2E vs headless: ratio of medians with its 95% interval.
+
+The targets it judges are in docs/fidelity.md (and `judge` below).
 
 Writes summary.json and raw.jsonl (every observation) to --out.
 
     python benchmarks/ui_fidelity.py --base-url http://127.0.0.1:8000/v1 --rounds 8 --out DIR
+
+An experiment's arm (benchmarks/ui_fidelity_ab.py alternates two): `--app-switch-interval-ms
+0.5` starts the app with that thread switch interval, `--chromium-cpus 1` holds the browser to
+those CPUs.
 """
 
 from __future__ import annotations
@@ -68,7 +74,6 @@ N_COLS = 4
 CPU_WINDOW_S = 0.2  # CPU time by process is taken over this long from the click (proc_cpu)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
-# Every change of an answer box's length (code points, like Python's len) with its wall time.
 # Every change of an answer box's length (code points, like Python's len) with its wall time.
 # When the page clears the columns for a new run (window.qllFollow), a 0 is recorded for every
 # column at that moment: the browser may never paint the empty boxes (the first text can land
@@ -291,7 +296,32 @@ def headless(settings: Settings, variants: list, prompt: str) -> list[RequestRec
     return [RequestRecord.of(r) for r in recs]
 
 
-def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path) -> tuple[dict, list]:
+def app_command(switch_interval_ms: float | None) -> list[str]:
+    """How the app under test starts: app.py, or (an experiment's arm) app.py with the
+    interpreter's thread switch interval set first (sys.setswitchinterval; CPython's default
+    is 5 ms), to see whether the measuring thread waits for the GIL."""
+    app = str(REPO_ROOT / "app.py")
+    if switch_interval_ms is None:
+        return [sys.executable, app]
+    return [sys.executable, "-c", f"import runpy, sys; sys.setswitchinterval("
+            f"{switch_interval_ms / 1000!r}); sys.argv = [{app!r}]; "
+            f"sys.path.insert(0, {str(REPO_ROOT)!r}); "
+            f"runpy.run_path({app!r}, run_name='__main__')"]
+
+
+def chromium(cpus: str | None, tmp: Path) -> str:
+    """The browser to launch: Debian's chromium, or (an experiment's arm) the same held to
+    some CPUs (`taskset -c`), every process it starts included."""
+    if not cpus:
+        return "/usr/bin/chromium"
+    wrapper = tmp / "chromium-pinned"
+    wrapper.write_text(f'#!/bin/sh\nexec taskset -c {cpus} /usr/bin/chromium "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path,
+              app_cmd: list[str] | None = None) -> tuple[dict, list]:
     runs_dir = tmp / "runs"
     port = free_port()
     env = {**os.environ, "PLAYGROUND_BASE_URL": base_url, "GRADIO_SERVER_PORT": str(port),
@@ -303,7 +333,7 @@ def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path) -> tuple[dict
     raw: list[dict] = []
     out: dict[str, Any] = {"first_lag": [], "lag": [], "ui": [], "headless": [],
                            "plain": {"first_lag": [], "lag": []}}
-    with process([sys.executable, str(REPO_ROOT / "app.py")], env, url, tmp / "app.log"):
+    with process(app_cmd or app_command(None), env, url, tmp / "app.log"):
         page = new_page(browser, url)
         four_columns(page, PRESET)
         plain = browser.new_page(viewport={"width": 1600, "height": 1400})
@@ -555,6 +585,10 @@ def main() -> int:
     ap.add_argument("--rows", default="control-idle,control-busy,live,replay",
                     help="which rows to measure (comma-separated)")
     ap.add_argument("--out", type=Path, default=None, help="write summary.json + raw.jsonl here")
+    ap.add_argument("--app-switch-interval-ms", type=float, default=None,
+                    help="experiment: start the app with this thread switch interval")
+    ap.add_argument("--chromium-cpus", default=None,
+                    help="experiment: hold the browser to these CPUs (taskset -c, e.g. 1)")
     a = ap.parse_args()
     if a.out is not None and a.out.exists() and any(a.out.iterdir()):
         raise SystemExit(f"--out: {a.out} is not empty; give a new or empty directory")
@@ -568,7 +602,8 @@ def main() -> int:
         headless(settings, [variant] * N_COLS, f"[load {k:04d}] {ADDRESS}")
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=chromium(a.chromium_cpus, tmp),
+                                     args=CHROMIUM_ARGS)
         empty: tuple[dict, list] = ({"first_lag": [], "lag": [], "ui": [], "headless": [],
                                      "plain": {"first_lag": [], "lag": []}}, [])
         want = set(a.rows.split(","))
@@ -576,7 +611,8 @@ def main() -> int:
                                 if "control-idle" in want else empty)
         control_busy, raw_cb = (control_row(browser, a.rounds, tmp, busy, "control-busy")
                                 if "control-busy" in want else empty)
-        live, raw_live = (live_rows(browser, a.base_url, a.rounds, tmp)
+        live, raw_live = (live_rows(browser, a.base_url, a.rounds, tmp,
+                                    app_command(a.app_switch_interval_ms))
                           if "live" in want else empty)
         replay, raw_replay = (replay_row(browser, a.base_url, a.rounds, tmp)
                               if "replay" in want else empty)
@@ -642,6 +678,7 @@ def main() -> int:
             "machine": machine, "base_url": a.base_url, "rounds": a.rounds, "columns": N_COLS,
             "preset": PRESET, "rows": rows, "ui_vs_headless": ratios, "targets": targets,
             "where_the_wait_goes": parts, "cpu_window_s": CPU_WINDOW_S,
+            "app_switch_interval_ms": a.app_switch_interval_ms, "chromium_cpus": a.chromium_cpus,
             "created": time.strftime("%Y-%m-%d %H:%M:%S %Z")}, indent=1) + "\n")
         with (a.out / "raw.jsonl").open("w") as f:
             for line in [*raw_ci, *raw_cb, *raw_live, *raw_replay]:
