@@ -73,6 +73,11 @@ PRESET = "fixed-64-stream"
 N_COLS = 4
 CPU_WINDOW_S = 0.2  # CPU time by process is taken over this long from the click (proc_cpu)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+# Each round runs the three live rows in one of these orders, in turn, so that no row always
+# follows the same one (what the row before leaves behind -- its page's end, its run's hand-
+# over -- falls on every row alike); each row's rows in raw.jsonl carry their position.
+ORDERS = (("plain", "live", "headless"), ("live", "headless", "plain"),
+          ("headless", "plain", "live"))
 
 # Every change of an answer box's length (code points, like Python's len) with its wall time.
 # When the page clears the columns for a new run (window.qllFollow), a 0 is recorded for every
@@ -271,7 +276,8 @@ def wait_parts(raw: list[dict]) -> dict[str, dict[str, Any]]:
                     "window_ms": round(1000 * sum(w["window"] for w in windows)
                                        / max(1, len(windows)), 1),
                     "click_window_cpu_pct": {g: round(100 * sum(w.get(g, 0.0) for w in windows)
-                                                      / wall, 1) for g in groups} if wall else {}}
+                                                      / wall, 1) for g in groups} if wall else {},
+                    "by_position": by_position(rs)}
     hl = [r for r in raw if r["row"] == "headless" and r.get("server_ttft_ms") is not None]
     for row in ("plain", "live"):
         rs = [r for r in raw if r["row"] == row and r.get("server_ttft_ms") is not None]
@@ -282,6 +288,18 @@ def wait_parts(raw: list[dict]) -> dict[str, dict[str, Any]]:
                 "headers": within_5([r["headers_ms"] for r in hl if r.get("headers_ms")],
                                     [r["headers_ms"] for r in rs if r.get("headers_ms")]),
                 "rest": within_5([_rest(r) for r in hl], [_rest(r) for r in rs])}
+    return out
+
+
+def by_position(rs: list[dict]) -> dict[str, dict[str, Any]]:
+    """A row's TTFA and sent -> headers medians by its place in the round (ORDERS): whether
+    what ran just before it moves it."""
+    out: dict[str, dict[str, Any]] = {}
+    for pos in sorted({r["position"] for r in rs if r.get("position") is not None}):
+        at = [r for r in rs if r.get("position") == pos]
+        out[str(pos)] = {"n": len(at), "ttfa_p50_ms": p([r["ttfa_ms"] for r in at], 50),
+                         "headers_p50_ms": p([r["headers_ms"] for r in at
+                                              if r.get("headers_ms") is not None], 50)}
     return out
 
 
@@ -373,7 +391,7 @@ def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path,
         ui_round(f"[warm-up ui] {ADDRESS}")
         plain_round(f"[warm-up plain] {ADDRESS}")
         headless(settings, [variant] * N_COLS, f"[warm-up hl] {ADDRESS}")
-        for k in range(rounds):
+        def plain_rows(k: int, pos: int) -> None:
             got, recs = plain_round(f"[plain {k:03d}] {ADDRESS}")
             for c, rec in enumerate(recs):
                 m = rec.metrics
@@ -385,12 +403,15 @@ def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path,
                     out["plain"]["first_lag"].append(fl)
                 lg = lags(got["obs"], c, lens, times)
                 out["plain"]["lag"] += lg
-                raw.append({"row": "plain", "round": k, "column": c, "click_ms": got["click"],
+                raw.append({"row": "plain", "round": k, "position": pos, "column": c,
+                            "click_ms": got["click"],
                             "first_visible_ms": seen, "ttft_ms": m.ttft_ms,
                             "ttfa_ms": m.ttfa_ms, "e2e_ms": m.e2e_ms, "first_lag_ms": fl,
                             **server_side(rec), "cpu_s": got["cpu"] if c == 0 else None,
                             "chunk_lengths": lens, "chunk_wall_s": times,
                             "browser": [o[1:] for o in got["obs"] if int(o[0]) == c]})
+
+        def live_rows_(k: int, pos: int) -> None:
             got, recs = ui_round(f"[ui {k:03d}] {ADDRESS}")
             for c, rec in enumerate(recs):
                 m = rec.metrics
@@ -404,20 +425,28 @@ def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path,
                     out["first_lag"].append(fl)
                 lg = lags(got["obs"], c, lens, times)
                 out["lag"] += lg
-                raw.append({"row": "live", "round": k, "column": c, "click_ms": got["click"],
-                            "feed": got["feed"] if c == 0 else None,
+                raw.append({"row": "live", "round": k, "position": pos, "column": c,
+                            "click_ms": got["click"], "feed": got["feed"] if c == 0 else None,
                             "first_visible_ms": seen, "ttft_ms": m.ttft_ms,
                             "ttfa_ms": m.ttfa_ms, "e2e_ms": m.e2e_ms, "first_lag_ms": fl,
                             **server_side(rec), "cpu_s": got["cpu"] if c == 0 else None,
                             "chunk_lengths": lens, "chunk_wall_s": times,
                             "browser": [o[1:] for o in got["obs"] if int(o[0]) == c]})
+
+        def headless_rows(k: int, pos: int) -> None:
             for c, rec in enumerate(headless(settings, [variant] * N_COLS,
                                              f"[hl {k:03d}] {ADDRESS}")):
                 m = rec.metrics
                 out["headless"].append({"ttft_ms": m.ttft_ms, "ttfa_ms": m.ttfa_ms,
                                         "e2e_ms": m.e2e_ms})
-                raw.append({"row": "headless", "round": k, "column": c, "ttft_ms": m.ttft_ms,
-                            "ttfa_ms": m.ttfa_ms, "e2e_ms": m.e2e_ms, **server_side(rec)})
+                raw.append({"row": "headless", "round": k, "position": pos, "column": c,
+                            "ttft_ms": m.ttft_ms, "ttfa_ms": m.ttfa_ms, "e2e_ms": m.e2e_ms,
+                            **server_side(rec)})
+
+        do = {"plain": plain_rows, "live": live_rows_, "headless": headless_rows}
+        for k in range(rounds):
+            for pos, row in enumerate(ORDERS[k % len(ORDERS)]):
+                do[row](k, pos)
         page.close()
         plain.close()
     return out, raw
@@ -663,11 +692,14 @@ def main() -> int:
                 ci = r["ratio_ci"]
                 cpu += (f"\n            {what} vs headless: {fmt(r['ratio'], '')} "
                         f"({'-' if ci is None else f'{ci[0]:.2f}-{ci[1]:.2f}'}), {r['verdict']}")
+            place = "\n            by place in the round: " + ", ".join(
+                f"{int(pos) + 1}. TTFA {fmt(b['ttfa_p50_ms'])} headers {fmt(b['headers_p50_ms'])}"
+                f" (n={b['n']})" for pos, b in w.get("by_position", {}).items())
             print(f"  {row:9} TTFA {fmt(w['ttfa_p50_ms'])}  headers {fmt(w['headers_p50_ms'])}  "
                   f"first chunk {fmt(w['first_chunk_p50_ms'])}  engine "
                   f"{fmt(w['server_queue_p50_ms'])}"
                   f" + {fmt(w['server_ttft_p50_ms'])}  rest {fmt(w['rest_p50_ms'])}"
-                  + (f"\n            CPU: {cpu}" if cpu else ""))
+                  + (f"\n            CPU: {cpu}" if cpu else "") + place)
     print("\ntargets (docs/fidelity.md):")
     for t in targets:
         print(f"  {'MET ' if t['met'] else 'MISSED' if t['met'] is False else 'n/a '} "

@@ -97,3 +97,17 @@ def test_a_pinned_browser_is_a_wrapper_that_holds_every_process_to_those_cpus(
     wrapper = Path(fid.chromium("1", tmp_path))
     text = wrapper.read_text()
     assert 'exec taskset -c 1 /usr/bin/chromium "$@"' in text and wrapper.stat().st_mode & 0o100
+
+
+def test_rows_rotate_their_place_in_the_round_and_are_summarised_by_it() -> None:
+    fid = load("ui_fidelity")
+    # every row takes every place, once per three rounds
+    for row in ("plain", "live", "headless"):
+        assert sorted(order.index(row) for order in fid.ORDERS) == [0, 1, 2]
+    rs = [{"position": 0, "ttfa_ms": 40.0, "headers_ms": 20.0},
+          {"position": 0, "ttfa_ms": 50.0, "headers_ms": None},
+          {"position": 2, "ttfa_ms": 90.0, "headers_ms": 60.0}]
+    got = fid.by_position(rs)
+    assert set(got) == {"0", "2"}
+    assert got["0"]["n"] == 2 and got["0"]["headers_p50_ms"] == 20.0
+    assert got["2"] == {"n": 1, "ttfa_p50_ms": 90.0, "headers_p50_ms": 60.0}
