@@ -111,3 +111,19 @@ def test_rows_rotate_their_place_in_the_round_and_are_summarised_by_it() -> None
     assert set(got) == {"0", "2"}
     assert got["0"]["n"] == 2 and got["0"]["headers_p50_ms"] == 20.0
     assert got["2"] == {"n": 1, "ttfa_p50_ms": 90.0, "headers_p50_ms": 60.0}
+
+
+def test_the_click_split_rotates_its_ways_and_judges_each_against_headless() -> None:
+    split = load("ui_click_split")
+    orders = split.orders()
+    for way in split.WAYS:  # every way takes every place once per len(WAYS) rounds
+        assert sorted(o.index(way) for o in orders) == list(range(len(split.WAYS)))
+    rows = [{"way": w, "ttfa_ms": base * f, "headers_ms": base / 2 * f}
+            for w, f in (("click", 1.5), ("jsclick", 1.2), ("post", 1.0), ("headless", 1.0))
+            for base in (38.0, 39.0, 40.0, 41.0, 42.0, 43.0, 44.0, 45.0)]
+    got = split.summarise(rows)
+    assert got["headless"]["n"] == 8 and "ttfa_vs_headless" not in got["headless"]
+    assert got["click"]["ttfa_vs_headless"]["ratio"] > 1.4
+    assert got["click"]["ttfa_vs_headless"]["verdict"] == "outside 5%"
+    assert got["post"]["ttfa_vs_headless"]["ratio"] == 1.0
+    assert got["post"]["headers_p50_ms"] == got["headless"]["headers_p50_ms"]
