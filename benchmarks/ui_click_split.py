@@ -82,9 +82,7 @@ def main() -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="ui-click-split-"))
     runs_dir, port = tmp / "runs", free_port()
-    env = {**os.environ, "PLAYGROUND_BASE_URL": a.base_url, "GRADIO_SERVER_PORT": str(port),
-           "PLAYGROUND_RUNS_DIR": str(runs_dir), "GRADIO_ANALYTICS_ENABLED": "False",
-           "PLAYGROUND_WARMUP": "off", "PLAYGROUND_UI_INSTRUMENT": "1"}
+    env = uf.app_env(a.base_url, port, runs_dir)
     url = f"http://127.0.0.1:{port}/"
     settings = Settings(base_url=a.base_url)
     variant = PresetLibrary(settings.presets_dir).get(uf.PRESET)

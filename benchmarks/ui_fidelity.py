@@ -327,6 +327,14 @@ def app_command(switch_interval_ms: float | None) -> list[str]:
             f"runpy.run_path({app!r}, run_name='__main__')"]
 
 
+def app_env(base_url: str, port: int, runs_dir: Path) -> dict[str, str]:
+    """The environment of the app under test: instrumented (the plain page, the live
+    messages' stamps), no warm-up, its run files in `runs_dir`."""
+    return {**os.environ, "PLAYGROUND_BASE_URL": base_url, "GRADIO_SERVER_PORT": str(port),
+            "PLAYGROUND_RUNS_DIR": str(runs_dir), "GRADIO_ANALYTICS_ENABLED": "False",
+            "PLAYGROUND_WARMUP": "off", "PLAYGROUND_UI_INSTRUMENT": "1"}
+
+
 def chromium(cpus: str | None, tmp: Path) -> str:
     """The browser to launch: Debian's chromium, or (an experiment's arm) the same held to
     some CPUs (`taskset -c`), every process it starts included."""
@@ -342,9 +350,7 @@ def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path,
               app_cmd: list[str] | None = None) -> tuple[dict, list]:
     runs_dir = tmp / "runs"
     port = free_port()
-    env = {**os.environ, "PLAYGROUND_BASE_URL": base_url, "GRADIO_SERVER_PORT": str(port),
-           "PLAYGROUND_RUNS_DIR": str(runs_dir), "GRADIO_ANALYTICS_ENABLED": "False",
-           "PLAYGROUND_WARMUP": "off", "PLAYGROUND_UI_INSTRUMENT": "1"}
+    env = app_env(base_url, port, runs_dir)
     settings = Settings(base_url=base_url)
     variant = PresetLibrary(settings.presets_dir).get(PRESET)
     url = f"http://127.0.0.1:{port}/"
@@ -411,7 +417,7 @@ def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path,
                             "chunk_lengths": lens, "chunk_wall_s": times,
                             "browser": [o[1:] for o in got["obs"] if int(o[0]) == c]})
 
-        def live_rows_(k: int, pos: int) -> None:
+        def ui_rows(k: int, pos: int) -> None:
             got, recs = ui_round(f"[ui {k:03d}] {ADDRESS}")
             for c, rec in enumerate(recs):
                 m = rec.metrics
@@ -443,7 +449,7 @@ def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path,
                             "ttft_ms": m.ttft_ms, "ttfa_ms": m.ttfa_ms, "e2e_ms": m.e2e_ms,
                             **server_side(rec)})
 
-        do = {"plain": plain_rows, "live": live_rows_, "headless": headless_rows}
+        do = {"plain": plain_rows, "live": ui_rows, "headless": headless_rows}
         for k in range(rounds):
             for pos, row in enumerate(ORDERS[k % len(ORDERS)]):
                 do[row](k, pos)

@@ -8,7 +8,7 @@ run's summary come the measures below; the arms are compared with `lab/calls` (t
 test, its 95% interval by inversion, Holm over the family of measures): "B/A x (interval)" and
 "lower", "higher" or "no difference resolved at this n".
 
-    python benchmarks/ui_fidelity_ab.py --base-url URL --pairs 6 --rounds 8 \\
+    python benchmarks/ui_fidelity_ab.py --base-url URL --pairs 8 --rounds 8 \\
         --b "--app-switch-interval-ms 0.5" --out DIR
 
 Writes DIR/a-1 ... DIR/b-N (each run's summary.json and raw.jsonl.gz) and DIR/ab.json.
@@ -63,10 +63,10 @@ def compare(a_runs: list[dict], b_runs: list[dict]) -> list[dict]:
     """Each measure, B vs A, over the runs of each arm; Holm over the family of tested
     measures (the two CONTEXT measures are reported, not tested: they say whether the machine
     or the control moved between the arms)."""
+    a_all, b_all = [measures(s) for s in a_runs], [measures(s) for s in b_runs]
     effects = []
-    for name in measures(a_runs[0]):
-        a = [measures(s)[name] for s in a_runs]
-        b = [measures(s)[name] for s in b_runs]
+    for name in a_all[0]:
+        a, b = [m[name] for m in a_all], [m[name] for m in b_all]
         effects.append((name, a, b, calls.compare(b, a)))  # ratio = baseline / variant = B / A
     tested = [e.p_value if name not in CONTEXT else None for name, _, _, e in effects]
     family = sum(p is not None for p in tested)
@@ -113,7 +113,8 @@ def run_arm(args: argparse.Namespace, arm: str, k: int) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base-url", required=True)
-    ap.add_argument("--pairs", type=int, default=6)
+    ap.add_argument("--pairs", type=int, default=6,
+                    help="runs per arm; a call on the five measures needs at least 8")
     ap.add_argument("--rounds", type=int, default=8, help="rounds per ui_fidelity run")
     ap.add_argument("--a", default="", help="ui_fidelity.py options of arm A (default: none)")
     ap.add_argument("--b", required=True, help="ui_fidelity.py options of arm B")
