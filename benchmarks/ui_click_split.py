@@ -1,12 +1,15 @@
 """Where the Playground's extra TTFA starts: in the page's click, or in the app's stage path?
 
 One app (as the Playground runs, with the live feed instrumented), one Chromium page with 4
-streaming columns (4 x fixed-64-stream, unique prompts), and four ways to start the same
+streaming columns (4 x fixed-64-stream, unique prompts), and five ways to start the same
 comparison, rotated round by round (every way takes every place in the round equally often),
 with `--settle-s` between them so that what one leaves behind (its page's end, its hand-over)
 does not fall on the next:
 
-- **click**: Playwright clicks Run (a real mouse click: the page's handler, then its own POST);
+- **click**: Playwright clicks Run (a real mouse click: the page's handler, then its own POST,
+  sent once the browser has drawn what the click changed -- the page as shipped);
+- **click-now**: the same click with the POST sent at the click (`window.qllSendAtClick`, the
+  page before 2026-12-07), side by side with the shipped page;
 - **jsclick**: the page's Run button clicked from script (the handler and the page's own POST,
   no mouse, hover or focus change);
 - **post**: the page's own work for a click done first (`qllFollow`: the columns cleared), then
@@ -18,7 +21,7 @@ TTFA and sent -> response headers come from the run files (the app's own reader)
 headless records; each way's median is compared with headless (`lab/calls`: ratio with its 95%
 interval, "within 5%" only when the whole interval is).
 
-    python benchmarks/ui_click_split.py --base-url URL --rounds 24 --out DIR
+    python benchmarks/ui_click_split.py --base-url URL --rounds 25 --out DIR
 """
 
 from __future__ import annotations
@@ -43,11 +46,11 @@ from playground.server.managed import free_port
 from playground.settings import Settings
 from playground.specs.presets import PresetLibrary
 
-WAYS = ("click", "jsclick", "post", "headless")
+WAYS = ("click", "click-now", "jsclick", "post", "headless")
 
 
 def orders() -> list[tuple[str, ...]]:
-    """A cyclic Latin square: round k runs the ways in orders()[k % 4]."""
+    """A cyclic Latin square: round k runs the ways in orders()[k % len(WAYS)]."""
     return [tuple(WAYS[(i + j) % len(WAYS)] for j in range(len(WAYS)))
             for i in range(len(WAYS))]
 
@@ -66,13 +69,17 @@ def summarise(rows: list[dict]) -> dict[str, Any]:
                                                        of(way, "ttfa_ms"))
             out[way]["headers_vs_headless"] = uf.within_5(of("headless", "headers_ms"),
                                                           of(way, "headers_ms"))
+    if "click" in out and "click-now" in out:  # the shipped page against the page before
+        out["click"]["ttfa_vs_click_now"] = uf.within_5(of("click-now", "ttfa_ms"),
+                                                        of("click", "ttfa_ms"))
     return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base-url", required=True)
-    ap.add_argument("--rounds", type=int, default=24)
+    ap.add_argument("--rounds", type=int, default=25,
+                    help=f"a multiple of {len(WAYS)} puts every way in every place equally often")
     ap.add_argument("--settle-s", type=float, default=1.0, help="pause between two ways")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
@@ -108,10 +115,13 @@ def main() -> int:
             def in_page(prompt: str, how: str) -> list[RequestRecord]:
                 before = set(runs_dir.glob("playground/*.jsonl"))
                 page.get_by_label("prompt", exact=True).fill(prompt)
-                if how == "click":
+                if how in ("click", "now"):
+                    now = "true" if how == "now" else "false"
+                    page.evaluate(f"() => {{ window.qllSendAtClick = {now}; }}")
                     page.get_by_role("button", name="Run", exact=True).click()
                 else:
-                    page.evaluate("() => document.getElementById(window.qllIds.run).click()")
+                    page.evaluate("() => { window.qllSendAtClick = false; "
+                                  "document.getElementById(window.qllIds.run).click(); }")
                 return new_run(before)
 
             def post(prompt: str) -> list[RequestRecord]:
@@ -130,6 +140,7 @@ def main() -> int:
                 return uf.headless(settings, [variant] * uf.N_COLS, prompt)
 
             start = {"click": lambda pr: in_page(pr, "click"),
+                     "click-now": lambda pr: in_page(pr, "now"),
                      "jsclick": lambda pr: in_page(pr, "js"), "post": post, "headless": headless}
             in_page(f"[warm-up] {uf.ADDRESS}", "click")
             time.sleep(a.settle_s)
@@ -156,6 +167,13 @@ def main() -> int:
                      f"{r['ratio']:>8.2f} ({ci[0]:.2f}-{ci[1]:.2f}) {r['verdict'][:12]:>12}"
                      if ci else f"{r['ratio']:>8.2f} {r['verdict']:>20}")
         print(f"{way:10}{uf.fmt(w['ttfa_p50_ms']):>10}{uf.fmt(w['headers_p50_ms']):>13}  {cols}")
+    r = s["click"].get("ttfa_vs_click_now")
+    if r and r["ratio_ci"]:
+        lo, hi = r["ratio_ci"]
+        said = ("no difference resolved at this n" if lo <= 1 <= hi else
+                "lower, resolved" if hi < 1 else "higher, resolved")
+        print(f"\nclick (shipped) TTFA / click-now TTFA: {r['ratio']:.2f} ({lo:.2f}-{hi:.2f}): "
+              f"{said}")
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "summary.json").write_text(json.dumps({
         "machine": f"{uf.platform.machine()}, {os.cpu_count()} CPUs, {uf.platform.platform()}",

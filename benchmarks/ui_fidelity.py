@@ -347,7 +347,8 @@ def chromium(cpus: str | None, tmp: Path) -> str:
 
 
 def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path,
-              app_cmd: list[str] | None = None) -> tuple[dict, list]:
+              app_cmd: list[str] | None = None, send_at_click: bool = False
+              ) -> tuple[dict, list]:
     runs_dir = tmp / "runs"
     port = free_port()
     env = app_env(base_url, port, runs_dir)
@@ -360,6 +361,8 @@ def live_rows(browser: Any, base_url: str, rounds: int, tmp: Path,
     with process(app_cmd or app_command(None), env, url, tmp / "app.log"):
         page = new_page(browser, url)
         four_columns(page, PRESET)
+        if send_at_click:  # an experiment's arm: the page before 2026-12-07 (static/live.js)
+            page.evaluate("() => { window.qllSendAtClick = true; }")
         plain = browser.new_page(viewport={"width": 1600, "height": 1400})
         plain.goto(f"{url}bench/plain/?preset={PRESET}")
         plain.wait_for_selector("#plain-run")
@@ -624,6 +627,9 @@ def main() -> int:
                     help="experiment: start the app with this thread switch interval")
     ap.add_argument("--chromium-cpus", default=None,
                     help="experiment: hold the browser to these CPUs (taskset -c, e.g. 1)")
+    ap.add_argument("--send-at-click", action="store_true",
+                    help="experiment: the Playground's Run sends its request at the click, not "
+                         "after the browser drew the click (the page before 2026-12-07)")
     a = ap.parse_args()
     if a.out is not None and a.out.exists() and any(a.out.iterdir()):
         raise SystemExit(f"--out: {a.out} is not empty; give a new or empty directory")
@@ -647,7 +653,7 @@ def main() -> int:
         control_busy, raw_cb = (control_row(browser, a.rounds, tmp, busy, "control-busy")
                                 if "control-busy" in want else empty)
         live, raw_live = (live_rows(browser, a.base_url, a.rounds, tmp,
-                                    app_command(a.app_switch_interval_ms))
+                                    app_command(a.app_switch_interval_ms), a.send_at_click)
                           if "live" in want else empty)
         replay, raw_replay = (replay_row(browser, a.base_url, a.rounds, tmp)
                               if "replay" in want else empty)

@@ -4,7 +4,8 @@ seconds. It proves that text is painted while the run is still going, that a box
 end unless its reader scrolled up, that the views and the end arrive, that Stop is live only
 while a run is followed, that the next run fades the last one's markup without moving it, that
 a normal page carries no benchmark instrumentation, that a replay's speed sets its pace (on a
-scripted clock), and that Stop keeps what was shown."""
+scripted clock), that Stop keeps what was shown, that a Run's request leaves only after the
+browser drew the click, and that a Stop before it left cancels it."""
 
 from __future__ import annotations
 
@@ -312,3 +313,74 @@ def test_a_value_typed_just_before_run_is_handed_over_before_the_click_is_sent(
     while len(sent) < 2 and time.monotonic() < deadline:
         page.wait_for_timeout(20)
     assert sent[1] == {"seq": 2, "prompt": "the prompt"}
+
+
+def stage_page(page: Page, url: str) -> None:
+    """The test page with the stage's prompt, Run and note, the page's first hand-over done."""
+    page.goto(url)
+    page.evaluate(f"""() => {{
+        document.body.insertAdjacentHTML('beforeend',
+            '<div id="{ids.PROMPT}"><textarea>the prompt</textarea></div>' +
+            '<button id="{ids.STAGE_RUN}">Run</button><div id="{ids.STAGE_NOTE}"></div>');
+        window.qllPlan();
+    }}""")
+
+
+def test_a_run_request_leaves_after_the_browser_drew_the_click(
+        served: tuple[str, Feeds], page: Page) -> None:
+    """The click's own drawing (emptied boxes, faded markup, Stop) is done before the request
+    goes: an animation frame runs between the click and the POST, so the page's work does not
+    share the CPU with the server and the reader while the request is in flight. Ordering only,
+    no duration."""
+    stage_page(page, served[0])
+    page.evaluate("""() => {
+        window.qllLog = [];
+        const f = window.fetch;
+        window.fetch = (...a) => { window.qllLog.push('request'); return f(...a); };
+        window.addEventListener('click', () => {
+            window.qllLog.push('click');
+            requestAnimationFrame(() => window.qllLog.push('frame'));
+        }, true);
+    }""")
+    page.route(f"**/{ids.STAGE_ROUTE}run/**", lambda route: route.fulfill(
+        status=200, content_type="application/json", body="{}"))
+    page.click(f"#{ids.STAGE_RUN}")
+    page.wait_for_function("() => window.qllLog.includes('request')", timeout=10_000)
+    log = page.evaluate("() => window.qllLog")
+    assert log.index("click") < log.index("frame") < log.index("request"), log
+    # the benchmarks' side-by-side switch: the request at the click, before any frame
+    page.evaluate("() => { window.qllLog = []; window.qllSendAtClick = true; }")
+    page.click(f"#{ids.STAGE_RUN}")
+    page.wait_for_function("() => window.qllLog.includes('request')", timeout=10_000)
+    log = page.evaluate("() => window.qllLog")
+    assert log[:2] == ["click", "request"], log
+
+
+def test_stop_before_the_run_request_left_cancels_it(
+        served: tuple[str, Feeds], page: Page) -> None:
+    """A Stop that comes while a Run waits for its frame (or for a control's hand-over) cancels
+    that Run: its request never goes, so it cannot start after the Stop and run on."""
+    stage_page(page, served[0])
+    sent: list[str] = []
+
+    def stage(route) -> None:  # type: ignore[no-untyped-def]
+        sent.append(route.request.url.split(ids.STAGE_ROUTE)[1].split("/")[0])
+        route.fulfill(status=200, content_type="application/json", body="{}")
+
+    page.route(f"**/{ids.STAGE_ROUTE}*/**", stage)
+    page.evaluate(f"""() => {{
+        document.getElementById('{ids.STAGE_RUN}').click();
+        document.getElementById('{ids.STAGE_STOP}').click();
+    }}""")
+    expect(page.locator(f"#{ids.STAGE_NOTE}")).to_have_text(
+        "stopped before the request was sent")
+    expect(page.locator(f"#{ids.STAGE_STOP}")).to_be_disabled()
+    # past the frames and the longest wait the cancelled Run could have had
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => "
+                  "requestAnimationFrame(() => setTimeout(r, 150))))")
+    assert sent == []
+    page.click(f"#{ids.STAGE_RUN}")  # the next Run goes as usual
+    deadline = time.monotonic() + 10
+    while not sent and time.monotonic() < deadline:
+        page.wait_for_timeout(20)
+    assert sent == ["run"]

@@ -119,7 +119,8 @@ def test_the_click_split_rotates_its_ways_and_judges_each_against_headless() -> 
     for way in split.WAYS:  # every way takes every place once per len(WAYS) rounds
         assert sorted(o.index(way) for o in orders) == list(range(len(split.WAYS)))
     rows = [{"way": w, "ttfa_ms": base * f, "headers_ms": base / 2 * f}
-            for w, f in (("click", 1.5), ("jsclick", 1.2), ("post", 1.0), ("headless", 1.0))
+            for w, f in (("click", 1.5), ("click-now", 2.0), ("jsclick", 1.2), ("post", 1.0),
+                         ("headless", 1.0))
             for base in (38.0, 39.0, 40.0, 41.0, 42.0, 43.0, 44.0, 45.0)]
     got = split.summarise(rows)
     assert got["headless"]["n"] == 8 and "ttfa_vs_headless" not in got["headless"]
@@ -127,3 +128,6 @@ def test_the_click_split_rotates_its_ways_and_judges_each_against_headless() -> 
     assert got["click"]["ttfa_vs_headless"]["verdict"] == "outside 5%"
     assert got["post"]["ttfa_vs_headless"]["ratio"] == 1.0
     assert got["post"]["headers_p50_ms"] == got["headless"]["headers_p50_ms"]
+    # the shipped page (its request after the click's frame) against the page before, directly
+    assert got["click"]["ttfa_vs_click_now"]["ratio"] == 0.75
+    assert got["click"]["ttfa_vs_click_now"]["ratio_ci"][1] < 1
