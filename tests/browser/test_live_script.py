@@ -288,11 +288,9 @@ def test_a_value_typed_just_before_run_is_handed_over_before_the_click_is_sent(
     edited goes at once."""
     import json
 
-    url, _ = served
-    page.goto(url)
-    page.evaluate(f"""() => document.body.insertAdjacentHTML('beforeend',
-        '<div id="{ids.PROMPT}"><textarea>the prompt</textarea></div>' +
-        '<input id="max-tokens"><button id="{ids.STAGE_RUN}">Run</button>')""")
+    stage_page(page, served[0])  # the page's first hand-over (its load) included
+    page.evaluate("() => document.body.insertAdjacentHTML('beforeend', "
+                  "'<input id=\"max-tokens\">')")
     sent: list[dict] = []
 
     def stage(route) -> None:  # type: ignore[no-untyped-def]
@@ -300,7 +298,6 @@ def test_a_value_typed_just_before_run_is_handed_over_before_the_click_is_sent(
         route.fulfill(status=200, content_type="application/json", body="{}")
 
     page.route(f"**/{ids.STAGE_ROUTE}run/**", stage)
-    page.evaluate("window.qllPlan()")  # the page's first hand-over (its load)
     page.fill("#max-tokens", "24")  # edited ...
     page.click(f"#{ids.STAGE_RUN}")  # ... and clicked before Gradio handed it over
     page.evaluate("window.qllPlan()")  # Gradio's hand-over of the edit: number 2

@@ -227,9 +227,9 @@
   };
   // A Run's request leaves once the browser has drawn what the click changed (the emptied
   // boxes, the faded markup, Stop): drawing that takes the same CPU as the server and our
-  // reader, and done while the requests are in flight it made the Playground's TTFA 1.3-1.4x
-  // the headless one on a 2-core machine, against ~1.0x when the request left after the next
-  // frame (docs/fidelity.md). SEND_WAIT_MS bounds the wait where no frame comes (a hidden tab).
+  // reader, and done while the requests are in flight it made the Playground's sent -> headers
+  // 1.5-1.7x the headless one on a 2-core machine (TTFA 1.3-1.4x), against ~1.0x (TTFA ~1.15x)
+  // with the request after the click's frame (docs/fidelity.md). SEND_WAIT_MS bounds the wait where no frame comes (a hidden tab).
   // `window.qllSendAtClick = true` sends at the click instead: benchmarks/ui_click_split's
   // side-by-side comparison only.
   const SEND_WAIT_MS = 100;
