@@ -66,6 +66,13 @@ class Boot:
         self._managed.wait_ready(timeout_s=READY_TIMEOUT_S)
         return self._managed
 
+    def url_if_up(self) -> str | None:
+        """The base URL of a server that was started (None for one never started, one still
+        being launched or one that failed): never waits."""
+        if not self._started.is_set() or self._error is not None or self._managed is None:
+            return None
+        return self._managed.config.base_url
+
     def end(self) -> None:
         if self._thread.is_alive():
             self._stop.set()

@@ -38,7 +38,8 @@ from playground.server import demo_model, small_model
 from playground.server.embedded import small_config
 from playground.server.managed import ManagedServer, ServerConfig, cpu_demo_config, free_port
 from playground.settings import REPO_ROOT, Settings
-from tests.boot import AppBoot, app_boot, boot, end_all
+from tests.boot import BOOTS, AppBoot, Boot, app_boot, boot, end_all
+from tests.machine import line as machine_line
 from tests.reliability import (
     check_rows,
     observed,
@@ -198,6 +199,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             make().begin()
     if needed("app_url"):
         session_app().begin()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The machine the run ran on (tests/machine), measured now: read the wall time
+    against it. The main server is measured where this run started it (or reused one)."""
+    main = BOOTS.get("main")
+    url = os.environ.get("PLAYGROUND_TEST_BASE_URL") or \
+        (main.url_if_up() if isinstance(main, Boot) else None)
+    terminalreporter.write_line(machine_line(url))
 
 
 def pytest_unconfigure() -> None:
