@@ -9,6 +9,8 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
 from playground.server.http import Reply
 from playground.settings import REPO_ROOT
 from tests import machine
@@ -45,8 +47,9 @@ def test_decode_rate_is_the_requests_time_over_its_tokens() -> None:
         sent.append({"method": method, "url": url, **body})
         return Reply(200, json.dumps({"usage": {"completion_tokens": 128}}))
 
-    ms = machine.decode_ms("http://127.0.0.1:9/v1", request)
-    assert 0 <= ms < 1000
+    clock = iter([10.0, 12.56])  # a scripted clock: the request took 2.56 s
+    ms = machine.decode_ms("http://127.0.0.1:9/v1", request, clock=lambda: next(clock))
+    assert ms == pytest.approx(2560 / 128)
     (body,) = sent
     assert body["url"] == "http://127.0.0.1:9/v1/chat/completions"
     assert body["max_tokens"] == body["min_tokens"] == machine.DECODE_TOKENS
