@@ -73,10 +73,14 @@ def model_config(size: Size) -> dict[str, Any]:
                     num_attention_heads=16, num_key_value_heads=8, head_dim=128,
                     max_position_embeddings=40960)
     elif size == "tiny":
-        # head_dim 64: the vLLM CPU attention kernel rejects 16.
-        dims = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+        # head_dim 64: the vLLM CPU attention kernel rejects 16. Hidden 32 in float32: a
+        # decode step of this model is mostly its tied lm_head (151,936 x hidden), and on a
+        # CPU without AVX-512 torch runs a bfloat16 one slowly (oneDNN builds none there).
+        # 32 x float32 (19 MB) decoded 11-12 ms a token greedy where 128 x bfloat16 took
+        # 16-23 ms, on the same AVX2-only 2-core box (docs/architecture.md, test suite).
+        dims = dict(hidden_size=32, intermediate_size=256, num_hidden_layers=2,
                     num_attention_heads=2, num_key_value_heads=1, head_dim=64,
-                    max_position_embeddings=8192)
+                    max_position_embeddings=8192, torch_dtype="float32")
     else:
         raise ValueError(f"size must be 'tiny' or '0.6b', not {size!r}")
     return {
@@ -92,7 +96,7 @@ def model_config(size: Size) -> dict[str, Any]:
         "tie_word_embeddings": True,
         "bos_token_id": 151643,
         "eos_token_id": 151645,
-        "torch_dtype": "bfloat16",
+        "torch_dtype": "bfloat16",  # the tiny model's dims say float32
         "use_cache": True,
         "use_sliding_window": False,
         "sliding_window": None,
@@ -167,6 +171,16 @@ def config_marks(path: str | Path | None, marker: str) -> bool:
     return isinstance(config, dict) and marker in config
 
 
+def config_dtype(path: str | Path) -> str | None:
+    """The `torch_dtype` a model directory's config.json names (None where it has none)."""
+    try:
+        config = json.loads((Path(path) / "config.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    dtype = config.get("torch_dtype") if isinstance(config, dict) else None
+    return dtype if isinstance(dtype, str) else None
+
+
 def is_demo_dir(path: str | Path | None) -> bool:
     """True when `path` is a local directory built by this module (random weights)."""
     return config_marks(path, "demo_model")
@@ -199,7 +213,8 @@ def ensure_weights(directory: Path, *, seed: int = 0) -> Path:
 
     torch.manual_seed(seed)
     config = AutoConfig.from_pretrained(directory)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    dtype = getattr(torch, config_dtype(directory) or "bfloat16")
+    model = AutoModelForCausalLM.from_config(config, dtype=dtype)
     with tempfile.TemporaryDirectory(dir=directory) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         (Path(tmp) / WEIGHTS_FILE).replace(directory / WEIGHTS_FILE)  # atomic: whole or none
@@ -211,6 +226,28 @@ def ensure_weights(directory: Path, *, seed: int = 0) -> Path:
     return directory
 
 
+# the fields of config.json that make the model's shape; a directory built with others (an
+# older version of this module) is rebuilt, its weights file with it
+SHAPE = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+         "num_key_value_heads", "head_dim", "max_position_embeddings", "vocab_size",
+         "torch_dtype")
+
+
+def is_current(directory: Path, size: Size) -> bool:
+    """True when `directory` holds a built demo model of today's shape for `size`."""
+    if not is_built(directory):
+        return False
+    try:
+        config = json.loads((directory / "config.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    want = model_config(size)
+    return all(config.get(k) == want[k] for k in SHAPE)
+
+
 def ensure(directory: Path, size: Size = "tiny") -> Path:
-    """Build once; later calls reuse the directory."""
-    return directory if is_built(directory) else build(directory, size)
+    """Build once; later calls reuse the directory while its shape is this module's."""
+    if is_current(directory, size):
+        return directory
+    (directory / WEIGHTS_FILE).unlink(missing_ok=True)  # saved for the old shape
+    return build(directory, size)

