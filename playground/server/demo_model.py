@@ -159,25 +159,25 @@ def build(directory: Path, size: Size = "tiny", *, served_name: str = "Qwen/Qwen
     return directory
 
 
-def config_marks(path: str | Path | None, marker: str) -> bool:
-    """True when `path` is a model directory whose config.json carries `marker` (how the
-    project recognises the offline models it built)."""
-    if not path:
-        return False
-    try:
-        config = json.loads((Path(path) / "config.json").read_text("utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(config, dict) and marker in config
-
-
-def config_dtype(path: str | Path) -> str | None:
-    """The `torch_dtype` a model directory's config.json names (None where it has none)."""
+def _config(path: str | Path) -> dict[str, Any] | None:
+    """A model directory's config.json (None where it is missing or not a JSON object)."""
     try:
         config = json.loads((Path(path) / "config.json").read_text("utf-8"))
     except (OSError, ValueError):
         return None
-    dtype = config.get("torch_dtype") if isinstance(config, dict) else None
+    return config if isinstance(config, dict) else None
+
+
+def config_marks(path: str | Path | None, marker: str) -> bool:
+    """True when `path` is a model directory whose config.json carries `marker` (how the
+    project recognises the offline models it built)."""
+    config = _config(path) if path else None
+    return config is not None and marker in config
+
+
+def config_dtype(path: str | Path) -> str | None:
+    """The `torch_dtype` a model directory's config.json names (None where it has none)."""
+    dtype = (_config(path) or {}).get("torch_dtype")
     return dtype if isinstance(dtype, str) else None
 
 
@@ -235,14 +235,9 @@ SHAPE = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention
 
 def is_current(directory: Path, size: Size) -> bool:
     """True when `directory` holds a built demo model of today's shape for `size`."""
-    if not is_built(directory):
-        return False
-    try:
-        config = json.loads((directory / "config.json").read_text("utf-8"))
-    except (OSError, ValueError):
-        return False
+    config = _config(directory) if is_built(directory) else None
     want = model_config(size)
-    return all(config.get(k) == want[k] for k in SHAPE)
+    return config is not None and all(config.get(k) == want[k] for k in SHAPE)
 
 
 def ensure(directory: Path, size: Size = "tiny") -> Path:
