@@ -4,27 +4,16 @@ never as independent requests."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from playground.settings import REPO_ROOT
+from tests.benchmod import load
 
 NEW, OLD = "new: 32 x float32", "old: 128 x bfloat16"
-
-
-def load() -> ModuleType:
-    path = REPO_ROOT / "benchmarks" / "tiny_model_shape.py"
-    spec = importlib.util.spec_from_file_location("tiny_model_shape", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def streams_rows(shape: str, waves: list[list[float]]) -> list[dict]:
@@ -34,7 +23,7 @@ def streams_rows(shape: str, waves: list[list[float]]) -> list[dict]:
 
 
 def test_four_streams_are_compared_by_wave(capsys: pytest.CaptureFixture[str]) -> None:
-    mod = load()
+    mod = load("tiny_model_shape")
     # 3 waves per shape: one wave's 4 streams move together, so n is 3, not 12. Every new
     # wave is faster than every old one, but 3 vs 3 cannot resolve it (the smallest two-sided
     # permutation p is 0.1); as 12 vs 12 requests it would look resolved.
@@ -50,7 +39,7 @@ def test_four_streams_are_compared_by_wave(capsys: pytest.CaptureFixture[str]) -
 
 def test_summarize_reprints_a_raw_file(tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-    mod = load()
+    mod = load("tiny_model_shape")
     rows = streams_rows(NEW, [[10.0] * 4] * 8) + streams_rows(OLD, [[40.0] * 4] * 8)
     for r in rows[32:]:  # eight old waves that differ among themselves
         r["ttft_ms"] += r["request"] // 4

@@ -3,26 +3,12 @@ run summaries (so the right verdict is known), and the app command of an experim
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 from playground.settings import REPO_ROOT
-
-
-def load(name: str) -> ModuleType:
-    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))  # ui_fidelity imports its neighbours
-    try:
-        spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "benchmarks" /
-                                                      f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-    finally:
-        sys.path.remove(str(REPO_ROOT / "benchmarks"))
+from tests.benchmod import load
 
 
 def summary(ttfa_ratio: float, headers: float, c2t: float) -> dict:
