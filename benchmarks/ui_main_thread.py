@@ -43,6 +43,7 @@ from playground.server.managed import free_port
 CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline",
               "disabled-by-default-devtools.timeline.invalidationTracking"]
 SUMS = {"tasks": "RunTask", "style": "UpdateLayoutTree", "layout": "Layout", "paint": "Paint"}
+SUMMED = {event: key for key, event in SUMS.items()}  # trace event -> its sum
 
 
 def main_thread_work(trace: dict[str, Any], url: str) -> dict[str, Any]:
@@ -65,9 +66,8 @@ def main_thread_work(trace: dict[str, Any], url: str) -> dict[str, Any]:
         here = (e.get("pid"), e.get("tid")) in main
         name = e.get("name")
         if here and e.get("ph") == "X" and "dur" in e:
-            for key, event in SUMS.items():
-                if name == event:
-                    ms[key] += e["dur"] / 1000
+            if name in SUMMED:
+                ms[SUMMED[name]] += e["dur"] / 1000
             if name == "Layout":
                 begin = (e.get("args") or {}).get("beginData") or {}
                 tree = max(tree, int(begin.get("totalObjects") or 0))
