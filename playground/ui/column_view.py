@@ -140,32 +140,61 @@ def control_values(v: Variant, library: PresetLibrary) -> list[Any]:
     for f in FIELDS:
         if f.parts == 2:  # the custom box shows only when "custom" is chosen
             choice, text = values[f.name]
-            out += [choice, gr.update(value=text, visible=choice == CUSTOM)]
+            out += [choice, text]  # its visibility follows the choice (wire_column)
         else:
             out.append(values[f.name])
     return out
 
 
-def wire_column(i: int, c: Column, ctx: UIContext, base_url: Any, model: Any) -> None:
+def code_pair(ctx: UIContext, name: str, url: str, model_name: str | None,
+              vals: Sequence[Any]) -> list[str]:
+    """View code's two snippets (Python, curl) for a column's preset and control values."""
+    try:
+        v = read_variant(ctx, name, vals)
+    except ValidationFailed as e:
+        return [f"# fix this first: {e}", f"# fix this first: {e}"]
+    req = request.build(v, "<your prompt>", model_name or "Qwen/Qwen3-0.6B")
+    return [request.code_snippet(req, url, v.client), request.curl_snippet(req, url)]
+
+
+# a preset picked: its hand-over is due (static/live.js: a click waits for it)
+PICK_JS = "(name) => { if (window.qllEdited) window.qllEdited(); return name; }"
+
+
+def wire_column(i: int, c: Column, ctx: UIContext, base_url: Any, model: Any) -> Any:
+    """The column's own events; returns the preset pick's event (a Stage.writes entry)."""
 
     def load_preset(name: str) -> list[Any]:  # the column is the user's again: its plain title
         return [column_title(i), *control_values(ctx.library.get(name), ctx.library)]
 
-    c.preset.input(load_preset, c.preset, [c.title, *c.controls()], api_name=False)
     for f in FIELDS:
         if f.parts == 2:
             choice, box = c.inputs[f.name]
             choice.change(lambda v: gr.update(visible=v == CUSTOM), choice, box,
-                          api_name=False)
+                          api_name=False, queue=False, show_progress="hidden")
 
     def show_code(name: str, url: str, model_name: str | None, *vals: Any) -> list[str]:
-        try:
-            v = read_variant(ctx, name, vals)
-        except ValidationFailed as e:
-            return [f"# fix this first: {e}", f"# fix this first: {e}"]
-        req = request.build(v, "<your prompt>", model_name or "Qwen/Qwen3-0.6B")
-        return [request.code_snippet(req, url, v.client), request.curl_snippet(req, url)]
+        return code_pair(ctx, name, url, model_name, vals)
 
-    gr.on([x.change for x in [c.preset, *c.controls()]] + [model.change], show_code,
+    # the visitor's edits only: what the app writes is followed by Stage.writes' chain
+    gr.on([x.input for x in c.controls()] + [model.change], show_code,
           [c.preset, base_url, model, *c.controls()], [c.code_py, c.code_curl],
-          api_name=False, show_progress="hidden")
+          api_name=False, show_progress="hidden", queue=False)
+    return c.preset.select(load_preset, c.preset, [c.title, *c.controls()], api_name=False,
+                           queue=False, js=PICK_JS)
+
+
+def all_code(ctx: UIContext, columns: Sequence[Column], base_url: Any, model: Any
+             ) -> tuple[Any, list[Any], list[Any]]:
+    """(fn, inputs, outputs) of one event that redraws every column's View code."""
+    per = 1 + len(columns[0].controls())
+
+    def show_all(url: str, model_name: str | None, *vals: Any) -> list[str]:
+        out: list[str] = []
+        for k in range(len(columns)):
+            part = vals[k * per:(k + 1) * per]
+            out += code_pair(ctx, part[0], url, model_name, part[1:])
+        return out
+
+    inputs = [base_url, model, *[x for c in columns for x in (c.preset, *c.controls())]]
+    return show_all, inputs, [x for c in columns for x in (c.code_py, c.code_curl)]

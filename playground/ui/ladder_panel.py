@@ -165,6 +165,7 @@ def build(ctx: UIContext, stage: Stage, session: Any, n_columns: Any, prompt: An
                         [n_columns, table, *[x for c in stage.columns
                                              for x in (c.title, *c.controls())]],
                         api_name=False)
+    stage.writes.append(ev)  # the steps' controls: the plan and View code follow them
     ev.success(do_play, [stage.token, session], stage.live_outputs(), api_name=False,
                preprocess=False, postprocess=False, show_progress="hidden", js=FOLLOW_JS,
                queue=False

@@ -184,18 +184,19 @@ def build(ctx: UIContext, stage: Stage, n_columns: Any, prompt: Any, session: An
         the head, then (on its success) the playback, the final values, the ladder's view, the
         end. Chained, not fired side by side: the playback marks the session busy, and a head
         that the queue answered after it refused its own replay ("a run is in progress")."""
-        listen(do_head, [pick, source, speed, session], head_outputs, api_name=False,
-               queue=False
-               ).success(do_play, [stage.token, pick, source, speed, session],
-                         stage.live_outputs(), api_name=False,  # preprocessed: the upload's
-                         postprocess=False, show_progress="hidden",  # path is checked by
-                         js=FOLLOW_JS, queue=False  # Gradio, the pick against its choices
-                         ).then(stage.final_values, session, stage.final_outputs(),
-                                api_name=False, show_progress="hidden"
-                                ).then(ladder_view[1], session, ladder_view[0], api_name=False,
-                                       show_progress="hidden"
-                                       ).then(ended, [session, info], info, api_name=False,
-                                              show_progress="hidden")
+        head = listen(do_head, [pick, source, speed, session], head_outputs, api_name=False,
+                      queue=False)
+        stage.writes.append(head)  # the recording's presets: the plan and View code follow
+        head.success(do_play, [stage.token, pick, source, speed, session],
+                     stage.live_outputs(), api_name=False,  # preprocessed: the upload's
+                     postprocess=False, show_progress="hidden",  # path is checked by
+                     js=FOLLOW_JS, queue=False  # Gradio, the pick against its choices
+                     ).then(stage.final_values, session, stage.final_outputs(),
+                            api_name=False, show_progress="hidden"
+                            ).then(ladder_view[1], session, ladder_view[0], api_name=False,
+                                   show_progress="hidden"
+                                   ).then(ended, [session, info], info, api_name=False,
+                                          show_progress="hidden")
 
     wire(replay_btn.click, upload)
     nothing = gr.State(None)

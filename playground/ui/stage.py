@@ -92,6 +92,11 @@ class Stage:
     token: Any  # hidden textbox: the live feed's token, chosen by the page at the click
     feeds: Feeds = field(default_factory=Feeds)
     slots: Slots = field(default_factory=Slots)  # the app's, shared with /compare
+    # Events that write the columns' presets or controls from the app (a preset picked, a
+    # ladder's steps, a replay's head). A control's own `input` event fires only when the
+    # visitor edits it, so the plan's hand-over and View code are chained after each of these
+    # (playground_tab): one hand-over per pick, not one per control that the pick changed.
+    writes: list[Any] = field(default_factory=list)
 
     def live_outputs(self) -> list[Any]:
         cs = self.columns

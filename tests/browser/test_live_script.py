@@ -312,6 +312,33 @@ def test_a_value_typed_just_before_run_is_handed_over_before_the_click_is_sent(
     assert sent[1] == {"seq": 2, "prompt": "the prompt"}
 
 
+def test_a_click_right_after_a_preset_pick_waits_for_the_picked_values(
+        served: tuple[str, Feeds], page: Page) -> None:
+    """A preset pick's controls reach the app in one hand-over chained after the pick's event
+    (no control's own event fires for them); the pick marks that hand-over due at once
+    (column_view.PICK_JS calls qllEdited), so a click that comes first runs the picked preset,
+    not the column as it was."""
+    import json
+
+    stage_page(page, served[0])
+    sent: list[dict] = []
+
+    def stage(route) -> None:  # type: ignore[no-untyped-def]
+        sent.append(json.loads(route.request.post_data or "{}"))
+        route.fulfill(status=200, content_type="application/json", body="{}")
+
+    page.route(f"**/{ids.STAGE_ROUTE}run/**", stage)
+    page.evaluate("window.qllEdited()")  # the pick's event started
+    page.click(f"#{ids.STAGE_RUN}")  # ... and Run clicked before its hand-over
+    page.wait_for_timeout(100)
+    assert sent == []  # held back
+    page.evaluate("window.qllPlan()")  # the chained hand-over: number 2
+    deadline = time.monotonic() + 10
+    while not sent and time.monotonic() < deadline:
+        page.wait_for_timeout(20)
+    assert sent == [{"seq": 2, "prompt": "the prompt"}]
+
+
 def stage_page(page: Page, url: str) -> None:
     """The test page with the stage's prompt, Run and note, the page's first hand-over done."""
     page.goto(url)

@@ -146,6 +146,43 @@ def test_run_goes_from_the_click_straight_to_the_app(page: Page, app_runs: Path)
     assert not [url for _, url, body in sent if prompt in body and "/stage/run/" not in url]
 
 
+HANDLE = re.compile(r"[A-Za-z0-9_-]+:\d+")  # a hand-over's first value (static/live.js)
+
+
+def test_a_preset_pick_hands_its_column_over_once(page: Page) -> None:
+    """A pick writes a dozen controls. Each used to hand all ~60 of the page's inputs over on
+    its own change, and gathering them walks Gradio's component tree once per input: the page's
+    main thread was busy ~2 s a pick. Now one hand-over follows the pick's event and carries the
+    picked values, View code follows it, and a Run clicked at once runs the picked preset."""
+    handovers: list[list[Any]] = []
+
+    def seen(r: Any) -> None:
+        try:
+            data = json.loads(r.post_data or "{}").get("data") or []
+        except ValueError:
+            return
+        if data and isinstance(data[0], str) and HANDLE.fullmatch(data[0]):
+            handovers.append(data)
+
+    page.on("request", seen)
+    pick(page, "preset 1", "fixed-64-stream")  # (the page's load hand-overs are long done)
+    page.get_by_text("View code").nth(0).click()
+    expect(page.locator("#code-curl-0")).to_contain_text('"max_tokens": 64')
+    handovers.clear()
+    pick(page, "preset 1", "fixed-64-nonstream")
+    expect(page.locator("#code-curl-0")).not_to_contain_text('"stream": true')
+    assert wait_for(lambda: len(handovers) >= 1, timeout=LONG / 1000)
+    page.wait_for_timeout(500)  # a stray hand-over still on its way would be counted
+    assert len(handovers) == 1, [h[0] for h in handovers]
+    assert 64 in handovers[0] and "fixed-64-nonstream" in handovers[0]
+    # picked, and Run clicked at once: the picked preset runs, not the column as it was
+    page.get_by_label("preset 2", exact=True).click()
+    page.get_by_role("option", name="fixed-64-stream", exact=True).click()
+    page.get_by_role("button", name="Run", exact=True).click()
+    for i in range(2):
+        expect(page.locator(f"#metrics-{i}")).to_contain_text("tokens 64", timeout=LONG)
+
+
 def test_a_langchain_column_runs_next_to_the_sdk_and_shows_its_own_code(page: Page) -> None:
     pick(page, "preset 1", "client-openai-sdk")
     pick(page, "preset 2", "client-langchain")

@@ -185,9 +185,10 @@
   };
   window.qllFollow = () => { clear(); text = {}; stoppable(true); return page; };
   // the controls' hand-overs (the `sync` event's js): '<page token>:<number>'. A control
-  // edited but not yet handed over ("dirty": Gradio fires its change a moment after the
-  // input, or at the blur that the click itself causes) holds a click back until its
-  // hand-over is numbered, so that the value typed just before the click is the one run.
+  // edited but not yet handed over ("dirty": Gradio fires its input event a moment after
+  // the keystroke, or at the blur that the click itself causes), or a preset picked whose
+  // controls are still on their way, holds a click back until its hand-over is numbered,
+  // so that the value typed (the preset picked) just before the click is the one run.
   let plan = 0;
   let dirty = false;
   let handedOver = null;  // resolves the click waiting for the next hand-over
@@ -197,6 +198,8 @@
     if (handedOver) handedOver();
     return `${page}:${plan}`;
   };
+  // a preset picked (column_view.PICK_JS): its controls' hand-over follows the pick's event
+  window.qllEdited = () => { dirty = true; };
   document.addEventListener('input', (e) => {
     const t = e.target;
     if (t instanceof Element && !t.closest('#' + ids.prompt)) dirty = true;
