@@ -198,3 +198,15 @@ def all_code(ctx: UIContext, columns: Sequence[Column], base_url: Any, model: An
 
     inputs = [base_url, model, *[x for c in columns for x in (c.preset, *c.controls())]]
     return show_all, inputs, [x for c in columns for x in (c.code_py, c.code_curl)]
+
+
+def follow_writes(writes: Sequence[Any], ctx: UIContext, columns: Sequence[Column], base_url: Any,
+                  model: Any, sync: Any, handed: list[Any], sync_js: str) -> None:
+    """After each event in `writes` (Stage.writes): one hand-over of the page's inputs (`sync`,
+    numbered by `sync_js`) and one event that redraws every column's View code."""
+    show_all, code_inputs, code_outputs = all_code(ctx, columns, base_url, model)
+    for w in writes:
+        w.then(sync, handed, None, api_name=False, js=sync_js, queue=False,
+               show_progress="hidden", preprocess=False)
+        w.then(show_all, code_inputs, code_outputs, api_name=False, queue=False,
+               show_progress="hidden")

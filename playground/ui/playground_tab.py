@@ -18,7 +18,7 @@ from playground.core.runner import run_to_end
 from playground.errors import PlaygroundError, ValidationFailed
 from playground.outputs.fmt import demo_notice, md_text
 from playground.ui import ids, ladder_panel, replay_panel
-from playground.ui.column_view import all_code, column, read_variant, wire_column
+from playground.ui.column_view import column, follow_writes, read_variant, wire_column
 from playground.ui.columns import MAX_COLUMNS, columns_asked
 from playground.ui.context import REPLAY_ONLY, UIContext, owner_of
 from playground.ui.run_route import SYNC_JS, Plan
@@ -149,25 +149,14 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
         """The page's plan: what a click on Run would run now (ui/run_route)."""
         await ctx.plans.put(handle, list(values), sess, owner_of(request))
 
-    # A hand-over gathers all ~60 inputs in the browser, which walks Gradio's component tree
-    # once per input: one per control that a preset pick changed made a pick keep the page's
-    # main thread busy ~2 s (docs/fidelity.md). So: the page-wide settings on their change;
-    # the columns' controls on the visitor's own edits (`input`); and one hand-over chained
-    # after each event that writes presets or controls from the app (Stage.writes). Not the
-    # prompt as it is typed: a click on Run sends its text along (ui/run_route).
-    handed = [token, session, *run_inputs]
+    handed = [token, session, *run_inputs]  # (hand-overs are few: docs/architecture.md)
     settings = [base_url, api_key, model, n_columns, mode, show_reasoning]
     edits = [x.input for c in columns for x in c.controls()]
     gr.on([x.change for x in settings] + edits, sync, handed, None, api_name=False, js=SYNC_JS,
           queue=False, show_progress="hidden", trigger_mode="multiple", preprocess=False)
-    demo.load(sync, handed, None, api_name=False, js=SYNC_JS,
-              queue=False, show_progress="hidden", preprocess=False)
-    show_all, code_inputs, code_outputs = all_code(ctx, columns, base_url, model)
-    for writes in stage.writes:
-        writes.then(sync, handed, None, api_name=False, js=SYNC_JS, queue=False,
-                    show_progress="hidden", preprocess=False)
-        writes.then(show_all, code_inputs, code_outputs, api_name=False, queue=False,
-                    show_progress="hidden")
+    demo.load(sync, handed, None, api_name=False, js=SYNC_JS, queue=False,
+              show_progress="hidden", preprocess=False)
+    follow_writes(stage.writes, ctx, columns, base_url, model, sync, handed, SYNC_JS)
 
     async def start_run(plan: Plan, tok: str, who: str) -> str | None:
         """Start the page's plan (the run route's click); None, or why it did not start."""
@@ -283,9 +272,7 @@ def build(ctx: UIContext, demo: gr.Blocks) -> gr.Markdown:
     demo.load(warm_tick, None, [warm_status, warm_timer], api_name=False)
 
     # --- save preset --------------------------------------------------------------------------
-    save_inputs = {save_col, save_name, session}
-    for c in columns:
-        save_inputs |= {c.preset, *c.controls()}
+    save_inputs = {save_col, save_name, session, *run_inputs}  # every column's preset, controls
 
     def do_save(data: dict[Any, Any], request: gr.Request) -> dict[Any, Any]:
         c = columns[int(data[save_col]) - 1]

@@ -25,7 +25,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.apphelp import app, open_page
+from tests.apphelp import PENDING, app, open_page
 from tests.browser.test_playground_ui import LONG, LONG_RUN_TOKENS, pick, settle
 from tests.browser.test_reliability_ui import type_url
 from tests.faultproxy import FaultProxy
@@ -190,6 +190,8 @@ def test_server_powers_stay_with_the_operator(browser, shared: Shared,  # type: 
             page.locator("#server-model-dir textarea, #server-model-dir input").first.fill(typed)
         page.get_by_role("button", name=button, exact=True).filter(visible=True).click()
         expect(status).to_contain_text("❌", timeout=LONG)
+        # the event has ended: its progress timer ("0.1s") no longer sits over the status
+        expect(page.locator(PENDING)).to_have_count(0, timeout=LONG)
         text = status.inner_text().strip()
         page.context.close()
         return text
